@@ -1,0 +1,42 @@
+import { Database } from 'bun:sqlite'
+import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
+import * as schema from './schema'
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+
+export interface OpenOptions {
+  /** `full` fsyncs the WAL on every commit (survives power loss); `normal` does not. */
+  sync: 'full' | 'normal'
+}
+
+/** A database the server cannot use: not SQLite, unreadable, or newer than this binary. */
+export class DatabaseOpenError extends Error {}
+
+/**
+ * Opens (creating if needed) the SQLite file with roster's pragmas. WAL lets readers run
+ * beside the writer; busy_timeout makes a second process (backup, CLI) wait instead of failing.
+ */
+export function openDatabase(path: string, options: OpenOptions): Db {
+  let sqlite: Database
+  try {
+    sqlite = new Database(path, { create: true, strict: true })
+    sqlite.run('PRAGMA busy_timeout = 5000')
+    sqlite.run('PRAGMA journal_mode = WAL')
+  } catch (error) {
+    throw new DatabaseOpenError(describeOpenFailure(path, error))
+  }
+  sqlite.run(`PRAGMA synchronous = ${options.sync === 'full' ? 'FULL' : 'NORMAL'}`)
+  sqlite.run('PRAGMA foreign_keys = ON')
+  return drizzle({ client: sqlite, schema }) as Db
+}
+
+function describeOpenFailure(path: string, error: unknown): string {
+  const code = (error as { code?: string }).code
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return `${path} is not a usable SQLite database (${code}); restore it from a backup`
+  }
+  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') {
+    return `cannot open ${path} for writing (${code}); check the data directory's permissions`
+  }
+  return `cannot open ${path}: ${(error as Error).message}`
+}

@@ -1,0 +1,48 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+/**
+ * User records. `id` is AUTOINCREMENT so SQLite never hands out an id again after a delete.
+ * `email_key` is the lower-cased email and carries the uniqueness rule (JavaScript's
+ * toLowerCase folds all of Unicode, SQLite's NOCASE only ASCII). `version` grows on every
+ * write and is what the ETag is made from.
+ */
+export const users = sqliteTable('users', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  email: text('email').notNull(),
+  emailKey: text('email_key').notNull().unique('users_email_key_unique'),
+  passwordHash: text('password_hash'),
+  version: integer('version').notNull().default(1),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+/**
+ * Answers to POST requests sent with an Idempotency-Key, kept for 24 hours so a retry gets
+ * the first answer back. `fingerprint` is an HMAC of the request body under the install
+ * secret, so a body that held a password is not kept in a form that is cheap to reverse.
+ */
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    scope: text('scope').notNull(),
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    status: integer('status').notNull(),
+    body: text('body').notNull(),
+    location: text('location'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.scope, table.key] }),
+    index('idempotency_keys_created_at_idx').on(table.createdAt),
+  ],
+)
+
+/** Install-wide values created once, such as the idempotency HMAC secret. */
+export const settings = sqliteTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+  createdAt: text('created_at').notNull().default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`),
+})

@@ -1,0 +1,107 @@
+import { Database } from 'bun:sqlite'
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { renderMigrationsModule } from '../../scripts/embed-migrations'
+import { DatabaseOpenError, openDatabase } from '../../src/db/client'
+import { type Migration, runMigrations } from '../../src/db/migrate'
+import { embeddedMigrations } from '../../src/db/migrations.gen'
+import { tempDir } from '../helpers/app'
+
+describe('runMigrations', () => {
+  test('applies every embedded migration once, and nothing the second time', () => {
+    using dir = tempDir()
+    const db = openDatabase(join(dir.path, 'roster.db'), { sync: 'full' })
+    expect(runMigrations(db.$client).applied).toEqual(embeddedMigrations.map((m) => m.tag))
+    expect(runMigrations(db.$client).applied).toEqual([])
+    const tables = db.$client
+      .query<{ name: string }, []>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+      )
+      .all()
+      .map((row) => row.name)
+    expect(tables).toContain('users')
+    expect(
+      db.$client.query<{ foreign_keys: number }, []>('PRAGMA foreign_keys').get()?.foreign_keys,
+    ).toBe(1)
+    db.$client.close()
+  })
+
+  test('opens with WAL, synchronous FULL by default and NORMAL on request, and a busy timeout', () => {
+    using dir = tempDir()
+    const full = openDatabase(join(dir.path, 'a.db'), { sync: 'full' })
+    const pragma = (db: Database, name: string) =>
+      Object.values(db.query(`PRAGMA ${name}`).get() as object)[0]
+    expect(pragma(full.$client, 'journal_mode')).toBe('wal')
+    expect(pragma(full.$client, 'synchronous')).toBe(2)
+    expect(pragma(full.$client, 'busy_timeout')).toBe(5000)
+    const normal = openDatabase(join(dir.path, 'b.db'), { sync: 'normal' })
+    expect(pragma(normal.$client, 'synchronous')).toBe(1)
+    full.$client.close()
+    normal.$client.close()
+  })
+
+  test('refuses a database that has a migration this binary does not know', () => {
+    using dir = tempDir()
+    const db = openDatabase(join(dir.path, 'roster.db'), { sync: 'full' })
+    runMigrations(db.$client)
+    db.$client.run('INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (?, ?)', [
+      'future',
+      Date.now() + 10 ** 9,
+    ])
+    expect(() => runMigrations(db.$client)).toThrow(DatabaseOpenError)
+    expect(() => runMigrations(db.$client)).toThrow(/newer roster/)
+    db.$client.close()
+  })
+
+  test('keeps child rows through a table rebuild (foreign keys are off while migrating)', () => {
+    const sqlite = new Database(':memory:', { strict: true })
+    sqlite.run('PRAGMA foreign_keys = ON')
+    const migrations: Migration[] = [
+      {
+        tag: '0000_a',
+        when: 1,
+        sql: "CREATE TABLE parent (id integer primary key, name text);--> statement-breakpoint\nCREATE TABLE child (id integer primary key, parent_id integer REFERENCES parent(id) ON DELETE CASCADE);--> statement-breakpoint\nINSERT INTO parent VALUES (1, 'p');--> statement-breakpoint\nINSERT INTO child VALUES (1, 1);",
+      },
+    ]
+    runMigrations(sqlite, migrations)
+    const rebuild: Migration = {
+      tag: '0001_rebuild',
+      when: 2,
+      sql: "CREATE TABLE __new_parent (id integer primary key, name text not null default '');--> statement-breakpoint\nINSERT INTO __new_parent SELECT id, name FROM parent;--> statement-breakpoint\nDROP TABLE parent;--> statement-breakpoint\nALTER TABLE __new_parent RENAME TO parent;",
+    }
+    runMigrations(sqlite, [...migrations, rebuild])
+    expect(sqlite.query('SELECT count(*) AS n FROM child').get()).toEqual({ n: 1 })
+    expect(
+      sqlite.query<{ foreign_keys: number }, []>('PRAGMA foreign_keys').get()?.foreign_keys,
+    ).toBe(1)
+  })
+
+  test('rolls back a migration that leaves foreign key violations', () => {
+    const sqlite = new Database(':memory:', { strict: true })
+    const broken: Migration = {
+      tag: '0000_broken',
+      when: 1,
+      sql: 'CREATE TABLE parent (id integer primary key);--> statement-breakpoint\nCREATE TABLE child (id integer primary key, parent_id integer REFERENCES parent(id));--> statement-breakpoint\nINSERT INTO child VALUES (1, 42);',
+    }
+    expect(() => runMigrations(sqlite, [broken])).toThrow(/foreign key/)
+    expect(sqlite.query("SELECT name FROM sqlite_master WHERE name = 'child'").all()).toEqual([])
+  })
+
+  test('the embedded migrations module is current with drizzle/', () => {
+    const generated = readFileSync(join(import.meta.dir, '../../src/db/migrations.gen.ts'), 'utf8')
+    expect(generated).toBe(renderMigrationsModule())
+  })
+})
+
+describe('openDatabase', () => {
+  test('a file that is not SQLite gives a clear DatabaseOpenError', () => {
+    using dir = tempDir()
+    const path = join(dir.path, 'roster.db')
+    Bun.write(path, 'this is not a database, just text '.repeat(200))
+    expect(() => {
+      const db = openDatabase(path, { sync: 'full' })
+      runMigrations(db.$client)
+    }).toThrow(DatabaseOpenError)
+  })
+})
