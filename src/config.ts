@@ -1,0 +1,185 @@
+import { resolve } from 'node:path'
+
+/** Everything the server reads from flags and the environment, parsed once at the edge. */
+export interface Config {
+  readonly host: string
+  readonly port: number
+  readonly dataDir: string
+  readonly publicUrl: string | null
+  readonly logFile: string | null
+  readonly sync: 'full' | 'normal'
+  readonly corsOrigins: '*' | readonly string[]
+}
+
+/** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+interface OptionSpec<K extends keyof Config> {
+  key: K
+  flag: string
+  env: readonly string[]
+  /** The value used when neither flag nor env is given, and how --help shows it. */
+  fallback: () => Config[K]
+  defaultText: string
+  help: string
+  parse: (text: string, source: string) => Config[K]
+}
+
+const option = <K extends keyof Config>(spec: OptionSpec<K>) => spec
+
+/** The server's options, in the order --help lists them. */
+export const SERVE_OPTIONS = [
+  option({
+    key: 'host',
+    fallback: () => '127.0.0.1',
+    flag: 'host',
+    env: ['ROSTER_HOST'],
+    defaultText: '127.0.0.1',
+    help: 'address to listen on (0.0.0.0 for every interface)',
+    parse: (text, source) => {
+      if (!/^[A-Za-z0-9.:[\]-]{1,253}$/.test(text)) throw invalid(source, text, 'a host name or IP')
+      return text
+    },
+  }),
+  option({
+    key: 'port',
+    fallback: () => 8080,
+    flag: 'port',
+    env: ['ROSTER_PORT', 'PORT'],
+    defaultText: '8080',
+    help: 'TCP port (0 picks a free one)',
+    parse: (text, source) => parseIntegerIn(text, source, 0, 65535),
+  }),
+  option({
+    key: 'dataDir',
+    fallback: () => resolve('data'),
+    flag: 'data-dir',
+    env: ['ROSTER_DATA_DIR'],
+    defaultText: './data',
+    help: 'directory holding roster.db and uploads/',
+    parse: (text) => resolve(text),
+  }),
+  option({
+    key: 'publicUrl',
+    fallback: () => null,
+    flag: 'public-url',
+    env: ['ROSTER_PUBLIC_URL'],
+    defaultText: '(the request host)',
+    help: 'external base URL used in links and documentation_url, e.g. https://api.example.com',
+    parse: (text, source) => {
+      let url: URL
+      try {
+        url = new URL(text)
+      } catch {
+        throw invalid(source, text, 'an absolute http(s) URL')
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+        throw invalid(source, text, 'an absolute http(s) URL')
+      }
+      return url.origin + url.pathname.replace(/\/+$/, '')
+    },
+  }),
+  option({
+    key: 'logFile',
+    fallback: () => null,
+    flag: 'log-file',
+    env: ['ROSTER_LOG_FILE'],
+    defaultText: '(stdout)',
+    help: 'append the JSON access log to this file instead of stdout',
+    parse: (text) => resolve(text),
+  }),
+  option({
+    key: 'sync',
+    fallback: () => 'full' as const,
+    flag: 'sync',
+    env: ['ROSTER_SYNC'],
+    defaultText: 'full',
+    help: 'full: every answered write survives power loss; normal: faster writes, but a power cut may lose the last moments of writes (a crash of roster alone loses nothing)',
+    parse: (text, source) => oneOf(text, source, ['full', 'normal'] as const),
+  }),
+  option({
+    key: 'corsOrigins',
+    fallback: () => '*' as const,
+    flag: 'cors-origins',
+    env: ['ROSTER_CORS_ORIGINS'],
+    defaultText: '*',
+    help: 'comma-separated origins allowed to call with credentials; * allows any origin without credentials',
+    parse: parseOrigins,
+  }),
+] as const
+
+export type OptionKey = (typeof SERVE_OPTIONS)[number]['key']
+
+/**
+ * Builds the config from parsed flags and the environment. Flags beat env vars beat defaults.
+ * Throws ConfigError naming the flag or variable that holds a bad value.
+ */
+export function loadConfig(flags: Partial<Record<string, string>>, env: Env): Config {
+  const values: Record<string, unknown> = {}
+  for (const spec of SERVE_OPTIONS) {
+    const fromFlag = flags[spec.flag]
+    if (fromFlag !== undefined) {
+      values[spec.key] = spec.parse(fromFlag, `--${spec.flag}`)
+      continue
+    }
+    const envName = spec.env.find((name) => env[name] !== undefined && env[name] !== '')
+    values[spec.key] =
+      envName !== undefined ? spec.parse(env[envName] as string, envName) : spec.fallback()
+  }
+  return Object.freeze(values) as unknown as Config
+}
+
+/** The config a test or an embedded use gets when it names only what it cares about. */
+export function testConfig(overrides: Partial<Config> & { dataDir: string }): Config {
+  const defaults = Object.fromEntries(SERVE_OPTIONS.map((spec) => [spec.key, spec.fallback()]))
+  return Object.freeze({ ...defaults, port: 0, ...overrides }) as Config
+}
+
+function invalid(source: string, text: string, expected: string): ConfigError {
+  return new ConfigError(
+    `invalid value for ${source}: ${JSON.stringify(text)} (expected ${expected})`,
+  )
+}
+
+function parseIntegerIn(text: string, source: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(text)) throw invalid(source, text, `a whole number from ${min} to ${max}`)
+  const value = Number(text)
+  if (value < min || value > max)
+    throw invalid(source, text, `a whole number from ${min} to ${max}`)
+  return value
+}
+
+function oneOf<const T extends string>(text: string, source: string, allowed: readonly T[]): T {
+  const lower = text.toLowerCase()
+  const match = allowed.find((value) => value === lower)
+  if (match === undefined) throw invalid(source, text, allowed.join(' or '))
+  return match
+}
+
+function parseOrigins(text: string, source: string): '*' | readonly string[] {
+  const parts = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === '*')) return '*'
+  return Object.freeze(
+    parts.map((part) => {
+      let url: URL
+      try {
+        url = new URL(part)
+      } catch {
+        throw invalid(source, part, 'origins such as https://app.example.com')
+      }
+      if (url.origin === 'null' || url.origin !== part.replace(/\/$/, '')) {
+        throw invalid(
+          source,
+          part,
+          'origins such as https://app.example.com (scheme and host only)',
+        )
+      }
+      return url.origin
+    }),
+  )
+}

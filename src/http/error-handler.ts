@@ -1,0 +1,103 @@
+import { Elysia, ParseError, ValidationError } from 'elysia'
+import type { Logger } from '../log'
+import { AppError, badRequest, validationFailed } from './errors'
+import { jsonResponse } from './json-response'
+import { publicBaseUrl } from './request-context'
+import { pathOf, type RouteTable } from './route-table'
+import { detailsFromValidation } from './validation'
+
+export interface ErrorHandlerOptions {
+  publicUrl: string | null
+  routes: RouteTable
+  log: Logger
+}
+
+/**
+ * Turns anything thrown anywhere (routing, parsing, validation, handlers) into the contract's
+ * JSON envelope. Unexpected errors are logged with the request id and answered with a fixed
+ * message, so no stack, SQL or internal detail reaches the client.
+ */
+export function errorHandler(options: ErrorHandlerOptions) {
+  return new Elysia({ name: 'error-handler' }).onError(
+    { as: 'global' },
+    function renderError({ error, code, request, set }) {
+      const requestId = String(set.headers['x-request-id'] ?? '')
+      const appError = toAppError(error, code, request, options, requestId)
+      set.status = appError.status
+      return errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
+    },
+  )
+}
+
+/** The envelope's fields for an error. */
+export function errorBody(error: AppError, requestId: string, docsBase: string) {
+  return {
+    error: {
+      code: error.errorCode,
+      message: error.message,
+      details: error.details,
+      documentation_url: `${docsBase}/docs/errors#${error.errorCode}`,
+    },
+    request_id: requestId,
+  }
+}
+
+/** The envelope as a Response; also used outside Elysia (the server's last-resort handler). */
+export function errorResponse(error: AppError, requestId: string, docsBase: string): Response {
+  return jsonResponse(errorBody(error, requestId, docsBase), error.status, {
+    'x-request-id': requestId,
+    ...error.headers,
+  })
+}
+
+function toAppError(
+  error: unknown,
+  code: unknown,
+  request: Request,
+  options: ErrorHandlerOptions,
+  requestId: string,
+): AppError {
+  if (error instanceof AppError) return error
+  if (error instanceof ParseError) {
+    return error.cause instanceof AppError
+      ? error.cause
+      : badRequest('The request body could not be parsed')
+  }
+  if (error instanceof ValidationError) {
+    if (error.type === 'response') return internalError(error, request, options.log, requestId)
+    return validationFailed(detailsFromValidation(error))
+  }
+  if (code === 'NOT_FOUND') return notFoundOrMethodNotAllowed(request, options.routes)
+  const errno = (error as { code?: unknown } | null)?.code
+  if (errno === 'ENOSPC' || errno === 'SQLITE_FULL') {
+    return new AppError('INSUFFICIENT_STORAGE', 'The disk is full; nothing was stored')
+  }
+  if (errno === 'SQLITE_BUSY') {
+    return new AppError('SERVICE_UNAVAILABLE', 'The database is busy; retry shortly', [], {
+      'retry-after': '1',
+    })
+  }
+  return internalError(error, request, options.log, requestId)
+}
+
+function notFoundOrMethodNotAllowed(request: Request, routes: RouteTable): AppError {
+  const route = routes.match(pathOf(request.url))
+  if (route === null) return new AppError('NOT_FOUND', 'No route matches this path')
+  return new AppError(
+    'METHOD_NOT_ALLOWED',
+    `${request.method} is not allowed here; use ${route.methods.join(', ')}`,
+    [],
+    { allow: route.methods.join(', ') },
+  )
+}
+
+function internalError(error: unknown, request: Request, log: Logger, requestId: string): AppError {
+  log.error('unhandled error', {
+    request_id: requestId,
+    method: request.method,
+    path: pathOf(request.url),
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    stack: error instanceof Error ? error.stack : undefined,
+  })
+  return new AppError('INTERNAL_ERROR', 'Something went wrong inside roster')
+}

@@ -1,0 +1,168 @@
+/**
+ * The contract's error codes: one status each, and the text /docs/errors shows for them.
+ * Every non-2xx answer with a body carries one of these codes in the envelope.
+ */
+export const ERROR_CODES = {
+  BAD_REQUEST: {
+    status: 400,
+    summary: 'The request could not be read.',
+    help: 'The body is not valid JSON or form data, or two values that must agree do not (for example an API key sent both as a header and as a query parameter). Fix the request; retrying it unchanged will fail the same way.',
+  },
+  INVALID_SIGNATURE: {
+    status: 400,
+    summary: 'A webhook delivery was not signed correctly.',
+    help: 'The signature header is missing, malformed, made with another secret, made over other bytes, or its timestamp is more than 300 seconds away from the server clock.',
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    summary: 'A credential is missing, malformed, expired or revoked.',
+    help: 'The WWW-Authenticate header names the scheme the route takes. Log in again or send a valid key.',
+  },
+  INVALID_CREDENTIALS: {
+    status: 401,
+    summary: 'The email or password is wrong.',
+    help: 'The same answer is given for an unknown email and for a wrong password, so that nobody can find out which addresses have accounts.',
+  },
+  FORBIDDEN: {
+    status: 403,
+    summary: 'The credential is valid but may not do this.',
+    help: 'Also the answer to a cross-site form post or a cookie-carrying request from an origin that is not allowed (CSRF protection).',
+  },
+  NOT_FOUND: {
+    status: 404,
+    summary: 'No such route or record.',
+    help: 'A malformed id (letters, zero, decimals, numbers above 2^53-1) is answered like a missing one.',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    summary: 'The route exists but does not take this method.',
+    help: 'The Allow header lists the methods it takes.',
+  },
+  CONFLICT: {
+    status: 409,
+    summary: 'The request clashes with the current state.',
+    help: 'An email already in use (compared without regard to case), or an Idempotency-Key reused with a different body.',
+  },
+  PRECONDITION_FAILED: {
+    status: 412,
+    summary: 'If-Match did not match the current ETag.',
+    help: 'The record changed since you read it. GET it again, re-apply your change and retry with the new ETag.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    summary: 'The body is over a limit.',
+    help: 'JSON bodies may be at most 1 MiB. Upload limits are set by --max-file-size, --max-files and --max-upload-size.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    summary: 'The Content-Type is not one this route reads.',
+    help: 'JSON routes take application/json (PATCH also application/merge-patch+json).',
+  },
+  VALIDATION_ERROR: {
+    status: 422,
+    summary: 'One or more values are invalid.',
+    help: '`details` lists every bad field with `field`, `message` and, unless the value was secret or absent, `received` (the rejected input as text, cut to 200 characters).',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    summary: 'Too many requests.',
+    help: 'Wait the number of seconds in Retry-After before trying again.',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    summary: 'Something failed inside roster.',
+    help: 'Nothing about the failure is sent to the client; the server log has it under the same request_id.',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    summary: 'roster cannot serve the request right now.',
+    help: 'The database or the upload directory is failing, or the server is shutting down. Retry later.',
+  },
+  INSUFFICIENT_STORAGE: {
+    status: 507,
+    summary: 'The disk is full.',
+    help: 'Nothing from the request was kept. Free space on the data directory and retry.',
+  },
+} as const satisfies Record<string, { status: number; summary: string; help: string }>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+/** One entry of a VALIDATION_ERROR's `details`. */
+export interface ErrorDetail {
+  field: string
+  message: string
+  received?: string
+}
+
+/**
+ * The one error type services and routes throw. The error handler turns it into the envelope.
+ * (Named `errorCode`, not `code`: Elysia would take a `code` field as its own error kind.)
+ */
+export class AppError extends Error {
+  readonly status: number
+
+  constructor(
+    readonly errorCode: ErrorCode,
+    message: string,
+    readonly details: readonly ErrorDetail[] = [],
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message)
+    this.status = ERROR_CODES[errorCode].status
+  }
+}
+
+export const notFound = (message = 'Not found') => new AppError('NOT_FOUND', message)
+
+export const badRequest = (message: string) => new AppError('BAD_REQUEST', message)
+
+export const validationFailed = (details: readonly ErrorDetail[]) =>
+  new AppError('VALIDATION_ERROR', 'Request validation failed', details)
+
+export const conflict = (message: string, details: readonly ErrorDetail[] = []) =>
+  new AppError('CONFLICT', message, details)
+
+export const payloadTooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
+
+export const unsupportedMediaType = (message: string) =>
+  new AppError('UNSUPPORTED_MEDIA_TYPE', message)
+
+export const preconditionFailed = () =>
+  new AppError('PRECONDITION_FAILED', 'If-Match does not match the current ETag')
+
+const MAX_RECEIVED = 200
+const MAX_DEPTH = 8
+
+/** The rejected input as text, cut to 200 characters, for a detail's `received`. */
+export function receivedText(value: unknown): string | undefined {
+  if (value === undefined) return undefined
+  const text = typeof value === 'string' ? value : preview(value, MAX_DEPTH, MAX_RECEIVED + 1)
+  if (text.length <= MAX_RECEIVED) return text
+  const cut = text.slice(0, MAX_RECEIVED)
+  // Don't end on half of a surrogate pair: that would be invalid UTF-16 in the JSON answer.
+  const last = cut.charCodeAt(cut.length - 1)
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut
+}
+
+/**
+ * JSON text of a value that stops at `budget` characters and `depth` levels, so a hostile
+ * input (1 MB strings, 100,000 nested arrays) costs little and cannot overflow the stack.
+ */
+function preview(value: unknown, depth: number, budget: number): string {
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value) ?? String(value)
+    return text.length > budget ? text.slice(0, budget) : text
+  }
+  if (depth === 0) return Array.isArray(value) ? '[…]' : '{…}'
+  const isArray = Array.isArray(value)
+  let out = isArray ? '[' : '{'
+  let first = true
+  for (const key of Object.keys(value)) {
+    if (out.length >= budget) break
+    const item = (value as Record<string, unknown>)[key]
+    const prefix = (first ? '' : ',') + (isArray ? '' : `${JSON.stringify(key)}:`)
+    out += prefix + preview(item, depth - 1, budget - out.length - prefix.length)
+    first = false
+  }
+  return out.length >= budget ? out.slice(0, budget) : out + (isArray ? ']' : '}')
+}

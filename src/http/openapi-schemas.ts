@@ -1,0 +1,33 @@
+import { t } from 'elysia'
+import { ERROR_CODES, type ErrorCode } from './errors'
+
+export const ErrorEnvelope = t.Object(
+  {
+    error: t.Object({
+      code: t.String({ enum: Object.keys(ERROR_CODES) }),
+      message: t.String(),
+      details: t.Array(
+        t.Object({
+          field: t.String(),
+          message: t.String(),
+          received: t.Optional(t.String({ maxLength: 200 })),
+        }),
+      ),
+      documentation_url: t.String({ format: 'uri' }),
+    }),
+    request_id: t.String(),
+  },
+  { description: 'The error envelope every non-2xx answer with a body uses.' },
+)
+
+/** OpenAPI response entries for the error codes a route can answer with. */
+export function errorResponses(...codes: ErrorCode[]) {
+  const responses: Record<number, typeof ErrorEnvelope> = {}
+  for (const code of codes) {
+    const status = ERROR_CODES[code].status
+    const existing = responses[status]
+    const names = existing === undefined ? code : `${existing.description}, ${code}`
+    responses[status] = t.Object(ErrorEnvelope.properties, { description: names })
+  }
+  return responses
+}

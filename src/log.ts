@@ -1,0 +1,77 @@
+import { closeSync, openSync } from 'node:fs'
+import type { FileSink } from 'bun'
+
+export type Fields = Record<string, unknown>
+
+/** Diagnostics (startup, warnings, internal errors) as JSON lines on stderr. */
+export interface Logger {
+  info(message: string, fields?: Fields): void
+  warn(message: string, fields?: Fields): void
+  error(message: string, fields?: Fields): void
+}
+
+export function createLogger(
+  write: (line: string) => void = (line) => process.stderr.write(line),
+): Logger {
+  const emit = (level: string, message: string, fields: Fields = {}) =>
+    write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`)
+  return {
+    info: (message, fields) => emit('info', message, fields),
+    warn: (message, fields) => emit('warn', message, fields),
+    error: (message, fields) => emit('error', message, fields),
+  }
+}
+
+/** A logger that keeps lines in memory, for tests. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = []
+  return Object.assign(
+    createLogger((line) => lines.push(line)),
+    { lines },
+  )
+}
+
+/**
+ * Buffered line writer for the access log. Lines are queued on the request path and written
+ * in one batch after the current turn of the event loop, so logging never waits on I/O.
+ */
+export class LineWriter {
+  private queue: string[] = []
+  private scheduled = false
+  private readonly sink: FileSink
+  private readonly fd: number | null
+
+  /** Writes to `path` (appending) or, when it is null, to stdout. */
+  constructor(path: string | null) {
+    this.fd = path === null ? null : openSync(path, 'a', 0o640)
+    this.sink = this.fd === null ? Bun.stdout.writer() : Bun.file(this.fd).writer()
+  }
+
+  write(line: string): void {
+    this.queue.push(line)
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.drain())
+    }
+  }
+
+  /** Writes everything queued and waits until it has reached the file or pipe. */
+  async flush(): Promise<void> {
+    this.drain()
+    await this.sink.flush()
+  }
+
+  async close(): Promise<void> {
+    await this.flush()
+    await this.sink.end()
+    if (this.fd !== null) closeSync(this.fd)
+  }
+
+  private drain(): void {
+    this.scheduled = false
+    if (this.queue.length === 0) return
+    const batch = this.queue.join('')
+    this.queue = []
+    this.sink.write(batch)
+  }
+}

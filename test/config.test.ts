@@ -1,0 +1,58 @@
+import { describe, expect, test } from 'bun:test'
+import { resolve } from 'node:path'
+import { ConfigError, loadConfig } from '../src/config'
+
+describe('loadConfig', () => {
+  test('defaults', () => {
+    expect(loadConfig({}, {})).toEqual({
+      host: '127.0.0.1',
+      port: 8080,
+      dataDir: resolve('data'),
+      publicUrl: null,
+      logFile: null,
+      sync: 'full',
+      corsOrigins: '*',
+    })
+  })
+
+  test('flags beat env vars beat defaults; ROSTER_PORT beats PORT', () => {
+    expect(loadConfig({}, { PORT: '3000' }).port).toBe(3000)
+    expect(loadConfig({}, { PORT: '3000', ROSTER_PORT: '4000' }).port).toBe(4000)
+    expect(loadConfig({ port: '5000' }, { PORT: '3000', ROSTER_PORT: '4000' }).port).toBe(5000)
+    expect(loadConfig({}, { ROSTER_DATA_DIR: '/srv/roster' }).dataDir).toBe('/srv/roster')
+    expect(loadConfig({ 'data-dir': 'rel' }, { ROSTER_DATA_DIR: '/srv' }).dataDir).toBe(
+      resolve('rel'),
+    )
+    expect(loadConfig({}, { ROSTER_SYNC: 'NORMAL' }).sync).toBe('normal')
+    expect(loadConfig({}, { ROSTER_HOST: '' }).host).toBe('127.0.0.1')
+  })
+
+  test('CORS origins: a list of origins, or *', () => {
+    expect(
+      loadConfig({ 'cors-origins': 'https://a.example.com, http://localhost:5173' }, {})
+        .corsOrigins,
+    ).toEqual(['https://a.example.com', 'http://localhost:5173'])
+    expect(loadConfig({}, { ROSTER_CORS_ORIGINS: '*' }).corsOrigins).toBe('*')
+  })
+
+  test('public URL keeps a path and drops the trailing slash', () => {
+    expect(loadConfig({ 'public-url': 'https://x.example.com/api/' }, {}).publicUrl).toBe(
+      'https://x.example.com/api',
+    )
+  })
+
+  test.each([
+    [{ port: 'abc' }, {}, '--port'],
+    [{ port: '65536' }, {}, '--port'],
+    [{ port: '-1' }, {}, '--port'],
+    [{}, { ROSTER_PORT: '8o80' }, 'ROSTER_PORT'],
+    [{ sync: 'sometimes' }, {}, '--sync'],
+    [{ 'cors-origins': 'example.com' }, {}, '--cors-origins'],
+    [{ 'cors-origins': 'https://a.example.com/path' }, {}, '--cors-origins'],
+    [{ 'public-url': 'ftp://x' }, {}, '--public-url'],
+    [{ host: 'bad host' }, {}, '--host'],
+  ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
+    expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
+    expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)
+  })
+})

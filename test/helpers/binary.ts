@@ -1,0 +1,99 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+
+/** The compiled binary; `bun run test` builds it first. */
+export const BINARY = join(import.meta.dir, '../../dist/roster')
+
+export function requireBinary(): void {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run \`bun run build\` first`)
+}
+
+/** An environment with nothing roster reads, so tests decide every setting. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('ROSTER_') && key !== 'PORT') env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+/** Runs the binary to completion. */
+export async function runBinary(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; stdin?: string } = {},
+) {
+  const proc = Bun.spawn([BINARY, ...args], {
+    cwd: options.cwd,
+    env: options.env ?? cleanEnv(),
+    stdin: options.stdin === undefined ? 'ignore' : new TextEncoder().encode(options.stdin),
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
+  return { code, stdout, stderr }
+}
+
+export interface RunningBinary {
+  proc: Subprocess<'ignore', 'pipe', 'pipe'>
+  url: string
+  /** stderr lines seen so far (startup line, warnings). */
+  stderr: string[]
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/** Starts `roster serve` on a free port and waits for its startup line. */
+export async function startBinary(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<RunningBinary> {
+  const proc = Bun.spawn([BINARY, 'serve', '--port', '0', ...args], {
+    cwd: options.cwd,
+    env: options.env ?? cleanEnv(),
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const stderr: string[] = []
+  const reader = proc.stderr.getReader()
+  const decoder = new TextDecoder()
+  let buffered = ''
+  let url: string | null = null
+  const deadline = Date.now() + 10_000
+  while (url === null) {
+    if (Date.now() > deadline) throw new Error(`roster did not start: ${stderr.join('\n')}`)
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`roster exited before listening: ${stderr.join('\n')}${buffered}`)
+    buffered += decoder.decode(value, { stream: true })
+    let newline = buffered.indexOf('\n')
+    while (newline !== -1) {
+      const line = buffered.slice(0, newline)
+      buffered = buffered.slice(newline + 1)
+      stderr.push(line)
+      url ??= /listening on (http:\/\/[^"\s]+)/.exec(line)?.[1] ?? null
+      newline = buffered.indexOf('\n')
+    }
+  }
+  // Keep draining stderr so the child never blocks on a full pipe.
+  void (async () => {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      stderr.push(...decoder.decode(value).split('\n').filter(Boolean))
+    }
+  })()
+  return {
+    proc,
+    url,
+    stderr,
+    async stop(signal = 'SIGTERM') {
+      proc.kill(signal)
+      return await proc.exited
+    },
+  }
+}
