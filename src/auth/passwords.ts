@@ -1,0 +1,34 @@
+/**
+ * argon2id through Bun.password. Each hash or verify holds about 64 MiB while it runs, so at
+ * most MAX_CONCURRENT run at once and the rest queue: a login flood then costs time, not memory.
+ */
+const MAX_CONCURRENT = 2
+
+let running = 0
+const waiting: (() => void)[] = []
+
+async function withSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve))
+  else running += 1
+  try {
+    return await work()
+  } finally {
+    const next = waiting.shift()
+    if (next === undefined) running -= 1
+    else next()
+  }
+}
+
+export function hashPassword(password: string): Promise<string> {
+  return withSlot(() => Bun.password.hash(password, { algorithm: 'argon2id' }))
+}
+
+/** False for a wrong password and for a hash that is not one of ours. */
+export function verifyPassword(password: string, hash: string): Promise<boolean> {
+  return withSlot(() => Bun.password.verify(password, hash).catch(() => false))
+}
+
+/** How many hashes run and wait right now (for tests and metrics). */
+export function passwordWorkload(): { running: number; waiting: number } {
+  return { running, waiting: waiting.length }
+}

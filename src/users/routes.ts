@@ -1,0 +1,320 @@
+import { type DocumentDecoration, Elysia } from 'elysia'
+import { hashPassword } from '../auth/passwords'
+import type { Deps } from '../deps'
+import { noneMatch } from '../http/conditional'
+import { notFound } from '../http/errors'
+import { jsonBody } from '../http/json-body'
+import { jsonResponse } from '../http/json-response'
+import { errorResponses } from '../http/openapi-schemas'
+import { linkHeader, readPage } from '../http/pagination'
+import { QueryReader } from '../http/query'
+import { publicBaseUrl } from '../http/request-context'
+import { idempotencyKeyOf, type StoredAnswer } from '../idempotency/store'
+import { readCursor, writeCursor } from './cursor'
+import {
+  CreateUserBody,
+  DeletedUser,
+  MAX_EMAIL_LENGTH,
+  PatchUserBody,
+  ReplaceUserBody,
+  UserPage,
+  UserPageV2,
+  UserView,
+} from './schema'
+import { etagOf, toView } from './service'
+
+export type ApiVersion = 1 | 2
+
+const MAX_ID = Number.MAX_SAFE_INTEGER
+const ID_FORMAT = /^[1-9][0-9]{0,15}$/
+
+/** The numeric id from the path; a malformed one is answered like a missing user (404). */
+export function parseUserId(text: string): number {
+  const id = ID_FORMAT.test(text) ? Number(text) : 0
+  if (id < 1 || id > MAX_ID) throw notFound('No user with this id')
+  return id
+}
+
+type Parameters = NonNullable<DocumentDecoration['parameters']>
+
+const LIST_PARAMETERS: Parameters = [
+  {
+    name: 'limit',
+    in: 'query',
+    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  },
+  { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+]
+
+const V2_PARAMETERS: Parameters = [
+  ...LIST_PARAMETERS,
+  {
+    name: 'cursor',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'next_cursor of the previous page; do not combine with offset',
+  },
+  {
+    name: 'email',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'exact email, compared without regard to case',
+  },
+  {
+    name: 'q',
+    in: 'query',
+    schema: { type: 'string', maxLength: 200 },
+    description: 'substring of name or email',
+  },
+]
+
+const tags = ['users']
+
+/**
+ * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
+ * except the list, which v2 extends with keyset cursors and filters.
+ */
+export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: ApiVersion) {
+  const { users, idempotency, config } = deps
+  const listPath = `${prefix}/users`
+
+  const app = new Elysia({ prefix })
+  const withList =
+    version === 1
+      ? app.get(
+          '/users',
+          ({ request, set }) => {
+            const query = new QueryReader(request.url)
+            const page = readPage(query)
+            query.assertValid()
+            const { data, total } = users.list(page)
+            set.headers['x-total-count'] = String(total)
+            set.headers.link = linkHeader({
+              base: publicBaseUrl(request, config.publicUrl),
+              path: listPath,
+              page: { ...page, total },
+            })
+            return { data, pagination: { ...page, total } }
+          },
+          {
+            response: { 200: UserPage, ...errorResponses('VALIDATION_ERROR') },
+            detail: {
+              tags,
+              summary: 'List users',
+              description:
+                'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
+              parameters: LIST_PARAMETERS,
+            },
+          },
+        )
+      : app.get(
+          '/users',
+          ({ request, set }) => {
+            const query = new QueryReader(request.url)
+            const page = readPage(query)
+            const cursorText = query.string('cursor')
+            const afterId = cursorText === undefined ? undefined : readCursor(cursorText, query)
+            if (cursorText !== undefined && query.has('offset')) {
+              query.reject('offset', 'cannot be combined with cursor', query.string('offset'))
+            }
+            const filters = {
+              email: query.string('email', { maxLength: MAX_EMAIL_LENGTH }),
+              q: query.string('q', { maxLength: 200 }),
+            }
+            query.assertValid()
+            const result = users.search({ ...page, afterId, filters })
+            const pagination = { limit: page.limit, offset: result.offset, total: result.total }
+            const nextCursor = result.nextAfterId === null ? null : writeCursor(result.nextAfterId)
+            set.headers['x-total-count'] = String(result.total)
+            set.headers.link = linkHeader({
+              base: publicBaseUrl(request, config.publicUrl),
+              path: listPath,
+              page: pagination,
+              keep: filters,
+              nextCursor,
+            })
+            return { data: result.data, pagination: { ...pagination, next_cursor: nextCursor } }
+          },
+          {
+            response: { 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') },
+            detail: {
+              tags,
+              summary: 'List users (v2: cursor and filters)',
+              description:
+                'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records.',
+              parameters: V2_PARAMETERS,
+            },
+          },
+        )
+
+  return withList
+    .post(
+      '/users',
+      async ({ body, request }) => {
+        const key = idempotencyKeyOf(request)
+        const fingerprint = key === null ? '' : idempotency.fingerprint(body)
+        const earlier = key === null ? null : idempotency.lookup(CREATE_SCOPE, key, fingerprint)
+        if (earlier !== null) return replay(earlier)
+
+        const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
+        const create = (): StoredAnswer => {
+          const user = users.create({ name: body.name, email: body.email, passwordHash })
+          return {
+            status: 201,
+            body: JSON.stringify(toView(user)),
+            location: `${listPath}/${user.id}`,
+          }
+        }
+        if (key === null) return answerWith(create())
+        const { replayed, answer } = idempotency.once(CREATE_SCOPE, key, fingerprint, create)
+        return replayed ? replay(answer) : answerWith(answer)
+      },
+      {
+        parse: jsonBody(),
+        body: CreateUserBody,
+        response: {
+          201: UserView,
+          ...errorResponses(
+            'BAD_REQUEST',
+            'CONFLICT',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'VALIDATION_ERROR',
+          ),
+        },
+        detail: {
+          tags,
+          summary: 'Create a user',
+          description:
+            'Answers 201 with Location. With an Idempotency-Key header, a retry with the same body replays the first answer for 24 h (Idempotent-Replayed: true); the same key with another body is 409.',
+        },
+      },
+    )
+    .get(
+      '/users/:id',
+      ({ params, request, set }) => {
+        const user = users.get(parseUserId(params.id))
+        if (user === undefined) throw notFound('No user with this id')
+        const etag = etagOf(user)
+        set.headers.etag = etag
+        if (!noneMatch(request.headers.get('if-none-match'), etag)) {
+          return new Response(null, { status: 304 })
+        }
+        return toView(user)
+      },
+      {
+        response: { 200: UserView, ...errorResponses('NOT_FOUND') },
+        detail: {
+          tags,
+          summary: 'Get a user',
+          description: 'Carries an ETag; If-None-Match with it answers 304.',
+        },
+      },
+    )
+    .put(
+      '/users/:id',
+      async ({ params, body, request, set }) => {
+        const id = parseUserId(params.id)
+        const passwordHash =
+          body.password === undefined ? undefined : await hashPassword(body.password)
+        const user = users.update(
+          id,
+          { name: body.name, email: body.email, passwordHash },
+          {
+            ifMatch: request.headers.get('if-match'),
+            echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
+          },
+        )
+        set.headers.etag = etagOf(user)
+        return toView(user)
+      },
+      {
+        parse: jsonBody(),
+        body: ReplaceUserBody,
+        response: {
+          200: UserView,
+          ...errorResponses(
+            'BAD_REQUEST',
+            'NOT_FOUND',
+            'CONFLICT',
+            'PRECONDITION_FAILED',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'VALIDATION_ERROR',
+          ),
+        },
+        detail: {
+          tags,
+          summary: 'Replace a user',
+          description:
+            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412.',
+        },
+      },
+    )
+    .patch(
+      '/users/:id',
+      async ({ params, body, request, set }) => {
+        const id = parseUserId(params.id)
+        const passwordHash =
+          body.password === undefined ? undefined : await hashPassword(body.password)
+        const user = users.update(
+          id,
+          { name: body.name, email: body.email, passwordHash },
+          { ifMatch: request.headers.get('if-match') },
+        )
+        set.headers.etag = etagOf(user)
+        return toView(user)
+      },
+      {
+        parse: jsonBody(['application/json', 'application/merge-patch+json']),
+        body: PatchUserBody,
+        response: {
+          200: UserView,
+          ...errorResponses(
+            'BAD_REQUEST',
+            'NOT_FOUND',
+            'CONFLICT',
+            'PRECONDITION_FAILED',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'VALIDATION_ERROR',
+          ),
+        },
+        detail: {
+          tags,
+          summary: 'Update some fields of a user',
+          description:
+            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412.',
+        },
+      },
+    )
+    .delete(
+      '/users/:id',
+      ({ params, request }) => {
+        const id = parseUserId(params.id)
+        users.remove(id, { ifMatch: request.headers.get('if-match') })
+        return { id, deleted: true as const }
+      },
+      {
+        response: { 200: DeletedUser, ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED') },
+        detail: {
+          tags,
+          summary: 'Delete a user',
+          description: 'If-Match that does not match is 412.',
+        },
+      },
+    )
+}
+
+// Until credentials exist every caller is anonymous; keys are also scoped to the route.
+const CREATE_SCOPE = 'anonymous:POST /users'
+
+/** A stored answer as a Response: the first answer to a key, and every replay of it. */
+function answerWith(answer: StoredAnswer, extra: Record<string, string> = {}): Response {
+  const headers = answer.location === null ? extra : { ...extra, location: answer.location }
+  return jsonResponse(answer.body, answer.status, headers)
+}
+
+function replay(answer: StoredAnswer): Response {
+  return answerWith(answer, { 'idempotent-replayed': 'true' })
+}

@@ -1,0 +1,111 @@
+import { FormatRegistry, Type } from '@sinclair/typebox'
+import { type Static, t } from 'elysia'
+
+const MAX_NAME_LENGTH = 200
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const CONTROL_CHARACTER = /[\x00-\x1f\x7f-\x9f]/
+
+/**
+ * A name is 1–200 characters (code points) once trimmed, with no control characters (C0, DEL,
+ * C1) and no unpaired surrogates. As a TypeBox format it is checked in the same pass as every
+ * other field, so a bad name is reported together with the rest.
+ */
+export function isValidName(value: string): boolean {
+  if (CONTROL_CHARACTER.test(value) || !value.isWellFormed()) return false
+  const trimmed = value.trim()
+  if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH * 2) return false
+  let codePoints = 0
+  for (const _ of trimmed) codePoints += 1
+  return codePoints <= MAX_NAME_LENGTH
+}
+
+FormatRegistry.Set('user-name', isValidName)
+
+export const MAX_EMAIL_LENGTH = 254
+
+const Name = t.String({
+  format: 'user-name',
+  description: '1–200 characters after trimming, no control characters; stored trimmed.',
+  error: 'must be 1–200 characters after trimming, with no control characters',
+  examples: ['Ada Lovelace'],
+})
+
+const Email = t.String({
+  format: 'email',
+  maxLength: MAX_EMAIL_LENGTH,
+  error: 'must be a valid email address of at most 254 characters',
+  examples: ['ada@example.com'],
+})
+
+const Password = t.String({
+  minLength: 8,
+  maxLength: 128,
+  error: 'must be 8–128 characters',
+  description: 'Write-only: stored as an argon2id hash, never returned.',
+})
+
+export const CreateUserBody = t.Object(
+  { name: Name, email: Email, password: t.Optional(Password) },
+  { additionalProperties: false },
+)
+
+/** PUT replaces name and email; the read-only fields may be echoed back if they match. */
+export const ReplaceUserBody = t.Object(
+  {
+    name: Name,
+    email: Email,
+    password: t.Optional(Password),
+    id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
+    created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
+    updated_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
+  },
+  { additionalProperties: false },
+)
+
+export const PatchUserBody = t.Object(
+  { name: t.Optional(Name), email: t.Optional(Email), password: t.Optional(Password) },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    error: 'must contain at least one of name, email, password',
+  },
+)
+
+export const UserView = t.Object(
+  {
+    id: Type.Integer({ minimum: 1, examples: [1] }),
+    name: t.String({ examples: ['Ada Lovelace'] }),
+    email: t.String({ examples: ['ada@example.com'] }),
+    created_at: t.String({ format: 'date-time' }),
+    updated_at: t.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+)
+
+const PaginationV1 = t.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+  offset: Type.Integer({ minimum: 0 }),
+  total: Type.Integer({ minimum: 0 }),
+})
+
+export const UserPage = t.Object({ data: t.Array(UserView), pagination: PaginationV1 })
+
+export const UserPageV2 = t.Object({
+  data: t.Array(UserView),
+  pagination: t.Object({
+    limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    offset: Type.Integer({ minimum: 0 }),
+    total: Type.Integer({ minimum: 0 }),
+    next_cursor: t.Union([t.String(), t.Null()], {
+      description:
+        'Pass as `cursor` (with the same limit and filters) for the next page; null on the last page.',
+    }),
+  }),
+})
+
+export const DeletedUser = t.Object({ id: Type.Integer(), deleted: t.Literal(true) })
+
+export type CreateUserInput = Static<typeof CreateUserBody>
+export type ReplaceUserInput = Static<typeof ReplaceUserBody>
+export type PatchUserInput = Static<typeof PatchUserBody>
+export type User = Static<typeof UserView>

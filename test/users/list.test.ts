@@ -1,0 +1,224 @@
+import { describe, expect, test } from 'bun:test'
+import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
+
+/** Inserts n users directly (the list is what is under test, not create). */
+function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
+  const insert = t.deps.db.$client.query(
+    'INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
+  )
+  const at = '2026-01-01T00:00:00.000Z'
+  t.deps.db.$client.transaction(() => {
+    for (let i = 1; i <= n; i++)
+      insert.run(name(i), `user${i}@example.com`, `user${i}@example.com`, at, at)
+  })()
+}
+
+function links(header: string | null): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const part of (header ?? '').split(', ')) {
+    const match = /^<([^>]+)>; rel="(\w+)"$/.exec(part)
+    if (match) out[match[2] as string] = match[1] as string
+  }
+  return out
+}
+
+describe('GET /users (v1)', () => {
+  test('an empty list: envelope, X-Total-Count 0, first and last links only', async () => {
+    using t = makeTestApp()
+    const reply = await t.get('/users')
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
+    expect(reply.headers.get('x-total-count')).toBe('0')
+    expect(links(reply.headers.get('link'))).toEqual({
+      first: 'http://localhost/users?limit=20&offset=0',
+      last: 'http://localhost/users?limit=20&offset=0',
+    })
+  })
+
+  test('pages by limit and offset, ordered by id, with every link', async () => {
+    using t = makeTestApp()
+    seed(t, 45)
+    const reply = await t.get('/users?limit=10&offset=20')
+    expect(reply.body.data.map((u: { id: number }) => u.id)).toEqual(
+      Array.from({ length: 10 }, (_, i) => 21 + i),
+    )
+    expect(reply.body.pagination).toEqual({ limit: 10, offset: 20, total: 45 })
+    expect(reply.headers.get('x-total-count')).toBe('45')
+    expect(links(reply.headers.get('link'))).toEqual({
+      first: 'http://localhost/users?limit=10&offset=0',
+      prev: 'http://localhost/users?limit=10&offset=10',
+      next: 'http://localhost/users?limit=10&offset=30',
+      last: 'http://localhost/users?limit=10&offset=40',
+    })
+  })
+
+  test('the last page has no next; the first has no prev', async () => {
+    using t = makeTestApp()
+    seed(t, 40)
+    expect(
+      Object.keys(links((await t.get('/users?limit=20&offset=20')).headers.get('link'))),
+    ).toEqual(['first', 'prev', 'last'])
+    expect(Object.keys(links((await t.get('/users?limit=20')).headers.get('link')))).toEqual([
+      'first',
+      'next',
+      'last',
+    ])
+    // last offset is floor((total-1)/limit)*limit: 40 users, limit 20 -> 20
+    expect(links((await t.get('/users')).headers.get('link')).last).toEndWith('offset=20')
+  })
+
+  test('an offset past the end answers an empty page', async () => {
+    using t = makeTestApp()
+    seed(t, 3)
+    const reply = await t.get('/users?offset=100')
+    expect(reply.body).toEqual({ data: [], pagination: { limit: 20, offset: 100, total: 3 } })
+  })
+
+  test('the Link base is --public-url when set, and the version prefix is kept', async () => {
+    using t = makeTestApp({ publicUrl: 'https://api.example.com/roster' })
+    seed(t, 30)
+    const reply = await t.get('/v1/users?limit=10')
+    expect(links(reply.headers.get('link')).next).toBe(
+      'https://api.example.com/roster/v1/users?limit=10&offset=10',
+    )
+  })
+
+  test.each([
+    ['limit=0', 'limit', '0'],
+    ['limit=101', 'limit', '101'],
+    ['limit=-1', 'limit', '-1'],
+    ['limit=1e2', 'limit', '1e2'],
+    ['limit=abc', 'limit', 'abc'],
+    ['limit=', 'limit', ''],
+    ['limit=%2010', 'limit', ' 10'],
+    ['limit=5.0', 'limit', '5.0'],
+    ['offset=-1', 'offset', '-1'],
+    ['offset=0x10', 'offset', '0x10'],
+    ['offset=1.5', 'offset', '1.5'],
+    ['offset=99999999999999999999', 'offset', '99999999999999999999'],
+    ['limit=5&limit=6', 'limit', '5,6'],
+  ])(
+    '?%s is a VALIDATION_ERROR naming %s with the received text',
+    async (query, field, received) => {
+      using t = makeTestApp()
+      const error = expectEnvelope(await t.get(`/users?${query}`), 422, 'VALIDATION_ERROR')
+      expect(error.details).toEqual([{ field, message: expect.any(String), received }])
+    },
+  )
+
+  test('both bad parameters are reported together', async () => {
+    using t = makeTestApp()
+    const error = expectEnvelope(await t.get('/users?limit=0&offset=x'), 422, 'VALIDATION_ERROR')
+    expect(error.details.map((d) => d.field)).toEqual(['limit', 'offset'])
+  })
+
+  test('v1 ignores v2 parameters', async () => {
+    using t = makeTestApp()
+    seed(t, 5)
+    const reply = await t.get('/users?email=user1@example.com&cursor=zzz')
+    expect(reply.body.pagination).toEqual({ limit: 20, offset: 0, total: 5 })
+    expect(reply.body.pagination.next_cursor).toBeUndefined()
+  })
+
+  test('HEAD gives the GET status and headers, no body', async () => {
+    using t = makeTestApp()
+    seed(t, 25)
+    const get = await t.get('/users')
+    const head = await t.call('HEAD', '/users')
+    expect(head.status).toBe(200)
+    expect(head.text).toBe('')
+    for (const name of ['x-total-count', 'link', 'content-type', 'api-version']) {
+      expect(head.headers.get(name)).toBe(get.headers.get(name))
+    }
+  })
+})
+
+describe('GET /v2/users', () => {
+  test('keyset pages by cursor until next_cursor is null', async () => {
+    using t = makeTestApp()
+    seed(t, 25)
+    const first = await t.get('/v2/users?limit=10')
+    expect(first.headers.get('api-version')).toBe('2')
+    expect(first.body.pagination).toMatchObject({ limit: 10, offset: 0, total: 25 })
+    const cursor = first.body.pagination.next_cursor
+    expect(cursor).toEqual(expect.any(String))
+    expect(links(first.headers.get('link')).next).toBe(
+      `http://localhost/v2/users?limit=10&cursor=${cursor}`,
+    )
+    const second = await t.get(`/v2/users?limit=10&cursor=${cursor}`)
+    expect(second.body.data[0].id).toBe(11)
+    expect(second.body.pagination).toMatchObject({ limit: 10, offset: 10, total: 25 })
+    const third = await t.get(`/v2/users?limit=10&cursor=${second.body.pagination.next_cursor}`)
+    expect(third.body.data.map((u: { id: number }) => u.id)).toEqual([21, 22, 23, 24, 25])
+    expect(third.body.pagination).toEqual({ limit: 10, offset: 20, total: 25, next_cursor: null })
+    expect(links(third.headers.get('link')).next).toBeUndefined()
+  })
+
+  test('a cursor survives deletes: it points after an id, not at a position', async () => {
+    using t = makeTestApp()
+    seed(t, 6)
+    const first = await t.get('/v2/users?limit=3')
+    await t.call('DELETE', '/users/2')
+    await t.call('DELETE', '/users/4')
+    const next = await t.get(`/v2/users?limit=3&cursor=${first.body.pagination.next_cursor}`)
+    expect(next.body.data.map((u: { id: number }) => u.id)).toEqual([5, 6])
+    expect(next.body.pagination).toMatchObject({ offset: 2, total: 4 })
+  })
+
+  test('offset still works, and gives a next_cursor too', async () => {
+    using t = makeTestApp()
+    seed(t, 30)
+    const reply = await t.get('/v2/users?limit=5&offset=10')
+    expect(reply.body.data[0].id).toBe(11)
+    const next = await t.get(`/v2/users?limit=5&cursor=${reply.body.pagination.next_cursor}`)
+    expect(next.body.data[0].id).toBe(16)
+  })
+
+  test('email filters exactly, without regard to case; total counts matches', async () => {
+    using t = makeTestApp()
+    seed(t, 12)
+    const reply = await t.get('/v2/users?email=USER11@Example.com')
+    expect(reply.body.data.map((u: { id: number }) => u.id)).toEqual([11])
+    expect(reply.body.pagination.total).toBe(1)
+    expect(reply.headers.get('x-total-count')).toBe('1')
+  })
+
+  test('q matches a substring of name or email, with % and _ taken literally', async () => {
+    using t = makeTestApp()
+    seed(t, 12, (i) => (i === 3 ? 'Grace 100%_sure' : `User ${i}`))
+    expect((await t.get('/v2/users?q=user1')).body.pagination.total).toBe(4) // 1, 10, 11, 12
+    expect((await t.get('/v2/users?q=grace')).body.data[0].id).toBe(3)
+    expect((await t.get('/v2/users?q=%25_')).body.data.map((u: { id: number }) => u.id)).toEqual([
+      3,
+    ])
+    expect((await t.get('/v2/users?q=_')).body.pagination.total).toBe(1)
+  })
+
+  test('filters and cursor go together; links repeat the filters', async () => {
+    using t = makeTestApp()
+    seed(t, 30)
+    const first = await t.get('/v2/users?q=user2&limit=5') // 2, 20..29
+    expect(first.body.pagination.total).toBe(11)
+    const next = links(first.headers.get('link')).next as string
+    expect(next).toContain('q=user2')
+    const second = await t.get(next.replace('http://localhost', ''))
+    expect(second.body.data.map((u: { id: number }) => u.id)).toEqual([24, 25, 26, 27, 28])
+    expect(second.body.pagination).toMatchObject({ offset: 5, total: 11 })
+  })
+
+  test.each([
+    ['cursor=%%%', 'cursor'],
+    ['cursor=abc', 'cursor'],
+    [`cursor=${Buffer.from('id:0').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('id:1.5').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('id:99999999999999999').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('id:1').toString('base64url')}&offset=5`, 'offset'],
+    [`q=${'x'.repeat(201)}`, 'q'],
+    [`email=${'x'.repeat(255)}`, 'email'],
+    ['q=a&q=b', 'q'],
+  ])('?%s is a VALIDATION_ERROR for %s', async (query, field) => {
+    using t = makeTestApp()
+    const error = expectEnvelope(await t.get(`/v2/users?${query}`), 422, 'VALIDATION_ERROR')
+    expect(error.details.map((d) => d.field)).toEqual([field])
+  })
+})
