@@ -1,0 +1,118 @@
+import { describe, expect, test } from 'bun:test'
+import Ajv from 'ajv/dist/2020'
+import addFormats from 'ajv-formats'
+import { makeTestApp, type Reply, type TestApp } from '../helpers/app'
+
+interface OpenApiDoc {
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
+  >
+}
+
+describe('/swagger', () => {
+  test('the UI page loads its script and style from the binary, not a CDN', async () => {
+    using t = makeTestApp()
+    const page = await t.get('/swagger')
+    expect(page.status).toBe(200)
+    expect(page.text).not.toMatch(/https?:\/\//)
+    const sources = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string)
+    expect(sources.sort()).toEqual([
+      '/swagger/assets/swagger-ui-bundle.js',
+      '/swagger/assets/swagger-ui.css',
+    ])
+    for (const source of sources) {
+      const asset = await t.get(source)
+      expect(asset.status).toBe(200)
+      expect(asset.text.length).toBeGreaterThan(100_000)
+    }
+  })
+
+  test('/swagger/json is an OpenAPI 3 document with the v1 and v2 routes', async () => {
+    using t = makeTestApp()
+    const doc = (await t.get('/swagger/json')).body
+    expect(doc.openapi).toStartWith('3.')
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      ['/health', '/users', '/users/{id}', '/v2/health', '/v2/users', '/v2/users/{id}'].sort(),
+    )
+    expect(doc.paths['/v2/users'].get.parameters.map((p: { name: string }) => p.name)).toContain(
+      'cursor',
+    )
+  })
+})
+
+/** Validates a real answer against the schema the document gives for its status. */
+async function conforms(t: TestApp, doc: OpenApiDoc, path: string, method: string, reply: Reply) {
+  const responses = doc.paths[path]?.[method]?.responses
+  const schema = responses?.[String(reply.status)]?.content?.['application/json']?.schema
+  expect({ path, method, status: reply.status, documented: schema !== undefined }).toEqual({
+    path,
+    method,
+    status: reply.status,
+    documented: true,
+  })
+  const ajv = new Ajv({ strict: false, allErrors: true })
+  addFormats(ajv)
+  ajv.addFormat('user-name', true)
+  const validate = ajv.compile(schema as object)
+  const ok = validate(reply.body)
+  expect({ path, method, status: reply.status, errors: ok ? null : validate.errors }).toEqual({
+    path,
+    method,
+    status: reply.status,
+    errors: null,
+  })
+  void t
+}
+
+describe('the OpenAPI document matches the real answers', () => {
+  test('for every users route, success and error answers', async () => {
+    using t = makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const user = { name: 'Ada', email: 'ada@example.com' }
+    for (const prefix of ['', '/v2']) {
+      const created = await t.post(`${prefix}/users`, {
+        ...user,
+        email: `${prefix.length}${user.email}`,
+      })
+      const id = created.body.id
+      const checks: [string, string, Reply][] = [
+        ['/users', 'post', created],
+        ['/users', 'post', await t.post(`${prefix}/users`, { name: 1 })],
+        [
+          '/users',
+          'post',
+          await t.post(`${prefix}/users`, { ...user, email: `${prefix.length}${user.email}` }),
+        ],
+        ['/users', 'get', await t.get(`${prefix}/users`)],
+        ['/users', 'get', await t.get(`${prefix}/users?limit=0`)],
+        ['/users/{id}', 'get', await t.get(`${prefix}/users/${id}`)],
+        ['/users/{id}', 'get', await t.get(`${prefix}/users/999`)],
+        [
+          '/users/{id}',
+          'put',
+          await t.call('PUT', `${prefix}/users/${id}`, {
+            json: { ...user, email: `${prefix.length}${user.email}` },
+          }),
+        ],
+        [
+          '/users/{id}',
+          'patch',
+          await t.call('PATCH', `${prefix}/users/${id}`, { json: { name: 'B' } }),
+        ],
+        [
+          '/users/{id}',
+          'patch',
+          await t.call('PATCH', `${prefix}/users/${id}`, {
+            json: { name: 'B' },
+            headers: { 'if-match': '"x"' },
+          }),
+        ],
+        ['/users/{id}', 'delete', await t.call('DELETE', `${prefix}/users/${id}`)],
+        ['/health', 'get', await t.get(`${prefix}/health`)],
+      ]
+      for (const [path, method, reply] of checks)
+        await conforms(t, doc, prefix + path, method, reply)
+    }
+  })
+})

@@ -1,0 +1,46 @@
+import { describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { expectEnvelope, makeTestApp } from '../helpers/app'
+
+describe('GET /health', () => {
+  test('200 with version, uptime and checks', async () => {
+    using t = makeTestApp()
+    const reply = await t.get('/health')
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({
+      status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      uptime_s: expect.any(Number),
+      checks: { database: 'ok', storage: 'ok' },
+    })
+  })
+
+  test('HEAD answers the same status with no body', async () => {
+    using t = makeTestApp()
+    const reply = await t.call('HEAD', '/health')
+    expect(reply.status).toBe(200)
+    expect(reply.text).toBe('')
+  })
+
+  test('503 unavailable when the upload directory is gone', async () => {
+    using t = makeTestApp()
+    rmSync(t.deps.uploadDir, { recursive: true })
+    const reply = await t.get('/health')
+    expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
+    expect(reply.body).toMatchObject({
+      status: 'unavailable',
+      checks: { database: 'ok', storage: 'failing' },
+    })
+  })
+
+  test('503 unavailable when the database file is deleted under it', async () => {
+    using t = makeTestApp()
+    rmSync(t.deps.dbPath)
+    const reply = await t.get('/v2/health')
+    expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
+    expect(reply.body).toMatchObject({
+      status: 'unavailable',
+      checks: { database: 'failing', storage: 'ok' },
+    })
+  })
+})
