@@ -1,0 +1,102 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, SERVE_OPTIONS } from '../config'
+
+export interface FlagSpec {
+  flag: string
+  env: readonly string[]
+  defaultText: string
+  help: string
+  /** Boolean flags take no value. */
+  boolean?: boolean
+}
+
+export type Flags = Record<string, string | boolean | undefined>
+
+/** The server options as flag specs, for commands that take some of them. */
+export const serveFlags = (...names: string[]): FlagSpec[] =>
+  SERVE_OPTIONS.filter((spec) => names.length === 0 || names.includes(spec.flag))
+
+/**
+ * Parses a command's flags strictly: an unknown flag, a missing value or a stray argument is
+ * a ConfigError with one readable line.
+ */
+export function parseFlags(
+  command: string,
+  args: string[],
+  specs: readonly FlagSpec[],
+  positionals = 0,
+): { flags: Flags; positionals: string[] } {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+  }
+  for (const spec of specs) options[spec.flag] = { type: spec.boolean ? 'boolean' : 'string' }
+  try {
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 })
+    if (parsed.positionals.length > positionals) {
+      throw new ConfigError(
+        `unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`,
+      )
+    }
+    return { flags: parsed.values, positionals: parsed.positionals }
+  } catch (error) {
+    if (error instanceof ConfigError) throw error
+    throw new ConfigError(`${describeParseError(error)} (see roster ${command} --help)`)
+  }
+}
+
+function describeParseError(error: unknown): string {
+  const { code, message } = error as { code?: string; message: string }
+  const flag = /'(-[^']*)'/.exec(message)?.[1]
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown flag ${flag ?? ''}`.trim()
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return flag ? `${flag} needs a value` : (message.split('\n')[0] ?? message)
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `unexpected argument ${/'([^']*)'/.exec(message)?.[1] ?? ''}`.trim()
+    default:
+      return message.split('\n')[0] ?? message
+  }
+}
+
+/** String-valued flags only, as loadConfig takes them. */
+export function stringFlags(flags: Flags): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries(flags)) if (typeof value === 'string') out[key] = value
+  return out
+}
+
+const HELP_WIDTH = 96
+
+/** `--flag VALUE   help (env X; default Y)` entries, aligned and wrapped. */
+export function renderFlags(specs: readonly FlagSpec[]): string {
+  const left = specs.map((spec) => `  --${spec.flag}${spec.boolean ? '' : ` <${valueName(spec)}>`}`)
+  const width = Math.max(...left.map((text) => text.length)) + 2
+  return specs
+    .map((spec, i) => {
+      const env = spec.env.length > 0 ? `env ${spec.env.join(', then ')}; ` : ''
+      const lines = wrap(`${spec.help} (${env}default ${spec.defaultText})`, HELP_WIDTH - width)
+      return lines
+        .map((line, j) => (j === 0 ? (left[i] ?? '') : '').padEnd(width) + line)
+        .join('\n')
+    })
+    .join('\n')
+}
+
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line)
+      line = word
+    } else {
+      line = line === '' ? word : `${line} ${word}`
+    }
+  }
+  return [...lines, line]
+}
+
+function valueName(spec: FlagSpec): string {
+  return spec.flag.replace(/^.*-/, '').toUpperCase()
+}

@@ -1,0 +1,27 @@
+import { loadConfig } from '../config'
+import { makeDeps } from '../deps'
+import { createLogger } from '../log'
+import { parseFlags, renderFlags, serveFlags, stringFlags } from './args'
+
+const FLAGS = serveFlags('data-dir')
+
+export const MIGRATE_HELP = () => `Usage: roster migrate [flags]
+
+Applies the migrations embedded in this binary to the database and exits. roster serve does
+the same at start, so this is only needed to migrate ahead of time.
+
+${renderFlags(FLAGS)}`
+
+/** `roster migrate`. */
+export function run(args: string[], env: Record<string, string | undefined>): number {
+  const { flags } = parseFlags('migrate', args, FLAGS)
+  if (flags.help) {
+    console.log(MIGRATE_HELP())
+    return 0
+  }
+  const config = loadConfig(stringFlags(flags), env)
+  const deps = makeDeps(config, createLogger())
+  deps.db.$client.close()
+  console.log(`database ${deps.dbPath} is up to date`)
+  return 0
+}

@@ -1,0 +1,52 @@
+import { loadConfig } from '../config'
+import { VERSION } from '../deps'
+import { createLogger } from '../log'
+import { startServer } from '../server'
+import { parseFlags, renderFlags, serveFlags, stringFlags } from './args'
+
+export const SERVE_HELP = () => `Usage: roster serve [flags]
+
+Starts the HTTP server. Flags beat environment variables beat defaults.
+
+${renderFlags(serveFlags())}
+
+SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests finish
+(10 s at most), logs are flushed and the database is closed; the exit code is 0.`
+
+const LOOPBACK = /^(127\.[0-9.]+|::1|\[::1\]|localhost)$/i
+
+/** `roster serve`: runs until SIGTERM or SIGINT. */
+export async function run(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  const { flags } = parseFlags('serve', args, serveFlags())
+  if (flags.help) {
+    console.log(SERVE_HELP())
+    return 0
+  }
+  const config = loadConfig(stringFlags(flags), env)
+  const log = createLogger()
+  const server = startServer(config, log)
+  log.info(`roster ${VERSION} listening on ${server.url}`, {
+    version: VERSION,
+    address: server.url,
+    data_dir: config.dataDir,
+    users_access: 'open',
+    sync: config.sync,
+  })
+  if (!LOOPBACK.test(config.host)) {
+    log.warn(
+      `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user`,
+    )
+  }
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'))
+    process.once('SIGINT', () => resolve('SIGINT'))
+  })
+  log.info(`${signal} received, shutting down`)
+  process.once('SIGINT', () => process.exit(130))
+  await server.stop()
+  log.info('stopped')
+  return 0
+}

@@ -1,0 +1,69 @@
+import { accessSync, constants, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import pkg from '../package.json'
+import type { Config } from './config'
+import { DatabaseOpenError, type Db, openDatabase } from './db/client'
+import { runMigrations } from './db/migrate'
+import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
+import type { Logger } from './log'
+import { createUserService, type UserService } from './users/service'
+
+export const VERSION: string = pkg.version
+
+/** Everything a route needs, built once per server (or per test). */
+export interface Deps {
+  readonly config: Config
+  readonly db: Db
+  readonly log: Logger
+  readonly now: () => Date
+  readonly startedAt: number
+  readonly dbPath: string
+  readonly uploadDir: string
+  readonly users: UserService
+  readonly idempotency: IdempotencyStore
+}
+
+/** The data directory, its database and upload folder could not be prepared. */
+export class DataDirError extends Error {}
+
+/**
+ * Prepares the data directory, opens the database and applies the embedded migrations.
+ * Throws DataDirError or DatabaseOpenError with a one-line reason.
+ */
+export function makeDeps(config: Config, log: Logger, now: () => Date = () => new Date()): Deps {
+  const uploadDir = join(config.dataDir, 'uploads')
+  prepareDirectory(config.dataDir)
+  prepareDirectory(uploadDir)
+  const dbPath = join(config.dataDir, 'roster.db')
+  const db = openDatabase(dbPath, { sync: config.sync })
+  try {
+    runMigrations(db.$client)
+  } catch (error) {
+    db.$client.close()
+    if (error instanceof DatabaseOpenError) throw error
+    throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
+  }
+  const idempotency = createIdempotencyStore(db, () => now().getTime())
+  idempotency.purgeExpired()
+  return {
+    config,
+    db,
+    log,
+    now,
+    startedAt: Date.now(),
+    dbPath,
+    uploadDir,
+    users: createUserService(db, now),
+    idempotency,
+  }
+}
+
+function prepareDirectory(path: string): void {
+  try {
+    mkdirSync(path, { recursive: true })
+    accessSync(path, constants.W_OK | constants.R_OK)
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? 'error'
+    throw new DataDirError(`data directory ${path} is not writable (${code})`)
+  }
+}

@@ -1,0 +1,72 @@
+import * as migrate from './cli/migrate'
+import * as openapi from './cli/openapi'
+import * as serve from './cli/serve'
+import { ConfigError } from './config'
+import { DatabaseOpenError } from './db/client'
+import { DataDirError, VERSION } from './deps'
+import { ServerStartError } from './server'
+
+const HELP = () => `roster ${VERSION}: a users API with credentials, uploads and signed webhooks,
+in one executable.
+
+Usage: roster [command] [flags]
+
+Commands:
+  serve      start the server (the default when no command is given)
+  migrate    apply the embedded database migrations and exit
+  openapi    print the OpenAPI document
+
+Flags:
+  -h, --help     show help (also after a command: roster serve --help)
+  --version      print the version
+
+${serve.SERVE_HELP().replace(/^Usage: .*\n\n/, '')}`
+
+type Command = (args: string[], env: Record<string, string | undefined>) => number | Promise<number>
+
+const COMMANDS: Record<string, Command> = {
+  serve: serve.run,
+  migrate: migrate.run,
+  openapi: openapi.run,
+}
+
+/** Failures a user can act on: one line, no stack. */
+const EXPECTED = [ConfigError, DataDirError, DatabaseOpenError, ServerStartError]
+
+export async function main(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  const [first, ...rest] = argv
+  if (first === '--version' || first === '-v') {
+    console.log(`roster ${VERSION}`)
+    return 0
+  }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    console.log(HELP())
+    return 0
+  }
+  const isCommand = first !== undefined && !first.startsWith('-')
+  const name = isCommand ? first : 'serve'
+  const command = COMMANDS[name]
+  if (command === undefined) {
+    console.error(`roster: unknown command ${JSON.stringify(name)} (see roster --help)`)
+    return 2
+  }
+  try {
+    return await command(isCommand ? rest : argv, env)
+  } catch (error) {
+    const expected = EXPECTED.some((kind) => error instanceof kind)
+    console.error(`roster: ${expected ? (error as Error).message : describeUnexpected(error)}`)
+    return error instanceof ConfigError ? 2 : 1
+  }
+}
+
+function describeUnexpected(error: unknown): string {
+  return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`
+}
+
+if (import.meta.main) {
+  // Exit explicitly: signal listeners (serve) would otherwise keep the event loop alive.
+  process.exit(await main(process.argv.slice(2), process.env))
+}

@@ -1,0 +1,199 @@
+import { Database } from 'bun:sqlite'
+import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tempDir } from '../helpers/app'
+import { requireBinary, runBinary, startBinary } from '../helpers/binary'
+
+const NO_STACK = /^\s+at |\.ts:\d+|node_modules|\$bunfs/m
+
+setDefaultTimeout(30_000)
+beforeAll(requireBinary)
+
+describe('roster (the compiled binary)', () => {
+  test('--version and --help', async () => {
+    using cwd = tempDir()
+    const version = await runBinary(['--version'], { cwd: cwd.path })
+    expect(version).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^roster \d+\.\d+\.\d+\n$/),
+    })
+    const help = await runBinary(['--help'], { cwd: cwd.path })
+    expect(help.code).toBe(0)
+    for (const word of [
+      'serve',
+      'migrate',
+      'openapi',
+      '--port',
+      'ROSTER_PORT',
+      '--data-dir',
+      '--sync',
+    ]) {
+      expect(help.stdout).toContain(word)
+    }
+    const serveHelp = await runBinary(['serve', '--help'], { cwd: cwd.path })
+    expect(serveHelp.stdout).toContain('ROSTER_DATA_DIR')
+  })
+
+  test('an unknown flag or command exits 2 with one line and no stack', async () => {
+    using cwd = tempDir()
+    for (const args of [
+      ['--bogus'],
+      ['serve', '--bogus=1'],
+      ['frobnicate'],
+      ['serve', '--port'],
+      ['--port', 'abc'],
+    ]) {
+      const result = await runBinary(args, { cwd: cwd.path })
+      expect(result.code).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).toStartWith('roster: ')
+      expect(result.stderr).not.toMatch(NO_STACK)
+    }
+  })
+
+  test('an unwritable data dir exits 1 with one clear line', async () => {
+    using dir = tempDir()
+    writeFileSync(join(dir.path, 'a-file'), 'x')
+    const result = await runBinary(['serve', '--data-dir', join(dir.path, 'a-file', 'data')])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/^roster: data directory .* is not writable \(ENOTDIR\)\n$/)
+  })
+
+  test('a busy port exits 1 with one clear line', async () => {
+    using dir = tempDir()
+    const first = await startBinary(['--data-dir', join(dir.path, 'a')])
+    try {
+      const port = new URL(first.url).port
+      const second = await runBinary(['serve', '--port', port, '--data-dir', join(dir.path, 'b')])
+      expect(second.code).toBe(1)
+      expect(second.stderr).toBe(`roster: port ${port} on 127.0.0.1 is already in use\n`)
+    } finally {
+      await first.stop()
+    }
+  })
+
+  test('migrate creates the database in an empty dir, then finds nothing to do', async () => {
+    using dir = tempDir()
+    const data = join(dir.path, 'data')
+    const first = await runBinary(['migrate', '--data-dir', data])
+    expect(first.code).toBe(0)
+    expect(first.stdout).toContain('up to date')
+    const db = new Database(join(data, 'roster.db'), { readonly: true })
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'users'").get()).toEqual({
+      name: 'users',
+    })
+    db.close()
+    expect((await runBinary(['migrate', '--data-dir', data])).code).toBe(0)
+  })
+
+  test('serves from ./data by default, keeps data across a restart, exits 0 on SIGTERM', async () => {
+    using cwd = tempDir()
+    const first = await startBinary([], { cwd: cwd.path })
+    const created = await fetch(`${first.url}/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Ada', email: 'ada@example.com' }),
+    })
+    expect(created.status).toBe(201)
+    expect(await first.stop('SIGTERM')).toBe(0)
+    expect(first.stderr.join('\n')).toContain('"stopped"')
+
+    const second = await startBinary([], { cwd: cwd.path })
+    const user = (await (await fetch(`${second.url}/users/1`)).json()) as { email: string }
+    expect(user.email).toBe('ada@example.com')
+    expect(await second.stop('SIGINT')).toBe(0)
+  })
+
+  test('the startup line names the version, address, data dir and access mode', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path])
+    const line = JSON.parse(server.stderr[0] as string)
+    expect(line).toMatchObject({
+      level: 'info',
+      version: expect.any(String),
+      address: server.url,
+      data_dir: dir.path,
+      users_access: 'open',
+    })
+    await server.stop()
+  })
+
+  test('warns when bound to a non-loopback address with /users open', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path, '--host', '0.0.0.0'])
+    await Bun.sleep(50)
+    expect(
+      server.stderr.some((line) => line.includes('"warn"') && line.includes('/users open')),
+    ).toBe(true)
+    await server.stop()
+  })
+
+  test('refuses a database written by a newer roster, with one clear line', async () => {
+    using dir = tempDir()
+    expect((await runBinary(['migrate', '--data-dir', dir.path])).code).toBe(0)
+    const db = new Database(join(dir.path, 'roster.db'))
+    db.run('INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (?, ?)', [
+      'future',
+      Date.now() + 10 ** 10,
+    ])
+    db.close()
+    const result = await runBinary(['serve', '--port', '0', '--data-dir', dir.path])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/^roster: this database was written by a newer roster .*\n$/)
+  })
+
+  test('refuses a corrupt database file with one clear line', async () => {
+    using dir = tempDir()
+    writeFileSync(join(dir.path, 'roster.db'), 'definitely not sqlite '.repeat(500))
+    const result = await runBinary(['serve', '--port', '0', '--data-dir', dir.path])
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toContain('not a usable SQLite database')
+  })
+
+  test('openapi prints the document', async () => {
+    using cwd = tempDir()
+    const result = await runBinary(['openapi'], { cwd: cwd.path })
+    expect(result.code).toBe(0)
+    const doc = JSON.parse(result.stdout)
+    expect(doc.openapi).toStartWith('3.')
+    expect(doc.paths['/users']).toBeDefined()
+  })
+
+  test('--log-file gets the access log; the Swagger UI works offline from the binary', async () => {
+    using dir = tempDir()
+    const log = join(dir.path, 'access.log')
+    const server = await startBinary(['--data-dir', dir.path, '--log-file', log])
+    const page = await (await fetch(`${server.url}/swagger`)).text()
+    expect(page).not.toContain('unpkg')
+    const js = await fetch(`${server.url}/swagger/assets/swagger-ui-bundle.js`)
+    expect(js.status).toBe(200)
+    expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000)
+    expect(await server.stop()).toBe(0)
+    const lines = (await Bun.file(log).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(lines.map((l) => l.route)).toEqual(['/swagger', '/swagger/assets/swagger-ui-bundle.js'])
+  })
+
+  test('create, read and delete through the binary, with the contract’s headers', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path])
+    const created = await fetch(`${server.url}/v1/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Ada', email: 'ada@example.com' }),
+    })
+    expect(created.headers.get('location')).toBe('/v1/users/1')
+    const read = await fetch(`${server.url}/v1/users/1`)
+    expect(read.headers.get('etag')).toBeTruthy()
+    expect(read.headers.get('api-version')).toBe('1')
+    const removed = await fetch(`${server.url}/v1/users/1`, { method: 'DELETE' })
+    expect(await removed.json()).toEqual({ id: 1, deleted: true })
+    const gone = await fetch(`${server.url}/v1/users/1`)
+    expect(gone.status).toBe(404)
+    await server.stop()
+  })
+})

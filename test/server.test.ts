@@ -1,0 +1,129 @@
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { testConfig } from '../src/config'
+import { memoryLogger } from '../src/log'
+import { type RunningServer, ServerStartError, startServer } from '../src/server'
+import { tempDir } from './helpers/app'
+
+async function withServer(
+  run: (server: RunningServer, dir: string) => Promise<void>,
+  overrides: Parameters<typeof testConfig>[0] extends infer C ? Partial<C> : never = {},
+) {
+  using dir = tempDir()
+  const server = startServer(
+    testConfig({ dataDir: dir.path, logFile: join(dir.path, 'access.log'), ...overrides }),
+    memoryLogger(),
+  )
+  try {
+    await run(server, dir.path)
+  } finally {
+    await server.stop()
+  }
+}
+
+describe('the listening server', () => {
+  test('a 200 MB JSON body gets the 413 envelope, not Bun’s bare 413', async () => {
+    await withServer(async (server) => {
+      const body = new Uint8Array(200 * 1024 * 1024).fill(0x20)
+      const response = await fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      })
+      expect(response.status).toBe(413)
+      const reply = (await response.json()) as { error: { code: string } }
+      expect(reply.error.code).toBe('PAYLOAD_TOO_LARGE')
+    })
+  })
+
+  test('a chunked JSON body over 1 MiB gets the 413 envelope', async () => {
+    await withServer(async (server) => {
+      const chunk = new Uint8Array(256 * 1024).fill(0x20)
+      let sent = 0
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.enqueue(chunk)
+          sent += chunk.byteLength
+          if (sent >= 4 * 1024 * 1024) controller.close()
+        },
+      })
+      const response = await fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      })
+      expect(response.status).toBe(413)
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+        'PAYLOAD_TOO_LARGE',
+      )
+    })
+  })
+
+  test('writes one JSON access-log line per request to --log-file, with no secrets', async () => {
+    await withServer(async (server, dir) => {
+      await fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'log-check' },
+        body: JSON.stringify({
+          name: 'Ada',
+          email: 'ada@example.com',
+          password: 'sekrit-pass-123',
+        }),
+      })
+      await fetch(`${server.url}/users/1?api_key=sekrit-key`)
+      await fetch(`${server.url}/nope`)
+      await server.stop()
+      const lines = readFileSync(join(dir, 'access.log'), 'utf8').trim().split('\n')
+      expect(lines).toHaveLength(3)
+      const entries = lines.map((line) => JSON.parse(line))
+      expect(entries[0]).toEqual({
+        time: expect.any(String),
+        request_id: 'log-check',
+        method: 'POST',
+        route: '/users',
+        status: 201,
+        ms: expect.any(Number),
+        bytes: expect.any(Number),
+      })
+      expect(entries[1]).toMatchObject({ route: '/users/:id', status: 200 })
+      expect(entries[2]).toMatchObject({ route: null, status: 404 })
+      expect(lines.join('\n')).not.toMatch(/sekrit/)
+    })
+  })
+
+  test('stop() lets an in-flight request finish, then refuses new ones', async () => {
+    await withServer(async (server) => {
+      const slow = fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        // argon2id hashing keeps this request busy for a while
+        body: JSON.stringify({ name: 'Ada', email: 'ada@example.com', password: 'long enough pw' }),
+      })
+      await Bun.sleep(20)
+      const stopped = server.stop()
+      expect((await slow).status).toBe(201)
+      await stopped
+      expect(fetch(`${server.url}/health`)).rejects.toThrow()
+    })
+  })
+
+  test('a port in use is a ServerStartError with one clear line', async () => {
+    await withServer(async (server) => {
+      using other = tempDir()
+      expect(() =>
+        startServer(testConfig({ dataDir: other.path, port: server.port }), memoryLogger()),
+      ).toThrow(new ServerStartError(`port ${server.port} on 127.0.0.1 is already in use`))
+    })
+  })
+
+  test('a Host header with hostile characters does not reach documentation_url', async () => {
+    await withServer(async (server) => {
+      const response = await fetch(`${server.url}/nope`, {
+        headers: { host: 'evil.test"><script>' },
+      })
+      const text = await response.text()
+      expect(text).not.toContain('<script>')
+    })
+  })
+})
