@@ -1,3 +1,4 @@
+import type { TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { ERROR_CODES, type ErrorCode } from './errors'
 
@@ -30,4 +31,21 @@ export function errorResponses(...codes: ErrorCode[]) {
     responses[status] = t.Object(ErrorEnvelope.properties, { description: names })
   }
   return responses
+}
+
+/**
+ * Documents a route's answers in OpenAPI without Elysia re-validating every answer at runtime
+ * (2 µs per page of users): answers are built field by field, and test/docs checks real answers
+ * against this document.
+ */
+export function documented(responses: Record<number, TSchema>) {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, schema]) => [
+      status,
+      {
+        description: schema.description ?? `HTTP ${status}`,
+        content: { 'application/json': { schema } },
+      },
+    ]),
+  )
 }

@@ -25,43 +25,45 @@ export function lastOffset(total: number, limit: number): number {
   return total === 0 ? 0 : Math.floor((total - 1) / limit) * limit
 }
 
+/** Where a link points: an offset page, or a keyset page after a cursor. */
+export type LinkTarget = { offset: number } | { cursor: string }
+
+export type LinkTargets = Partial<Record<'first' | 'prev' | 'next' | 'last', LinkTarget>>
+
+/** first and last always, prev unless on the first page, next unless on the last. */
+export function offsetTargets({ limit, offset, total }: Pagination): LinkTargets {
+  return {
+    first: { offset: 0 },
+    prev: offset > 0 ? { offset: Math.max(0, offset - limit) } : undefined,
+    next: offset + limit < total ? { offset: offset + limit } : undefined,
+    last: { offset: lastOffset(total, limit) },
+  }
+}
+
 export interface LinkOptions {
   /** Absolute base, e.g. `http://localhost:8080`, and the path the list was requested on. */
   base: string
   path: string
-  page: Pagination
-  /** Parameters other than limit/offset (filters) that every link must repeat. */
+  limit: number
+  targets: LinkTargets
+  /** Parameters other than limit/offset/cursor (filters) that every link repeats. */
   keep?: Record<string, string | undefined>
-  /** For keyset pagination: the cursor of the next page, used for `next` instead of an offset. */
-  nextCursor?: string | null
 }
 
-/**
- * The RFC 8288 `Link` header: `first` and `last` always, `prev` unless on the first page,
- * `next` unless on the last.
- */
+/** The RFC 8288 `Link` header for a list page. */
 export function linkHeader(options: LinkOptions): string {
-  const { limit, offset, total } = options.page
-  const last = lastOffset(total, limit)
-  const link = (rel: string, params: Record<string, string>) => {
-    const search = new URLSearchParams()
-    for (const [key, value] of Object.entries(options.keep ?? {})) {
-      if (value !== undefined) search.set(key, value)
-    }
-    for (const [key, value] of Object.entries(params)) search.set(key, value)
-    return `<${options.base}${options.path}?${search}>; rel="${rel}"`
+  let prefix = `<${options.base}${options.path}?`
+  for (const [key, value] of Object.entries(options.keep ?? {})) {
+    if (value !== undefined) prefix += `${key}=${encodeURIComponent(value)}&`
   }
-  const links = [link('first', { limit: String(limit), offset: '0' })]
-  if (offset > 0) {
-    links.push(link('prev', { limit: String(limit), offset: String(Math.max(0, offset - limit)) }))
+  prefix += `limit=${options.limit}&`
+  let header = ''
+  for (const rel of ['first', 'prev', 'next', 'last'] as const) {
+    const target = options.targets[rel]
+    if (target === undefined) continue
+    const position =
+      'cursor' in target ? `cursor=${encodeURIComponent(target.cursor)}` : `offset=${target.offset}`
+    header += `${header === '' ? '' : ', '}${prefix}${position}>; rel="${rel}"`
   }
-  if (offset + limit < total) {
-    links.push(
-      options.nextCursor
-        ? link('next', { limit: String(limit), cursor: options.nextCursor })
-        : link('next', { limit: String(limit), offset: String(offset + limit) }),
-    )
-  }
-  links.push(link('last', { limit: String(limit), offset: String(last) }))
-  return links.join(', ')
+  return header
 }

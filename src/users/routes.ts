@@ -5,8 +5,14 @@ import { noneMatch } from '../http/conditional'
 import { notFound } from '../http/errors'
 import { jsonBody } from '../http/json-body'
 import { jsonResponse } from '../http/json-response'
-import { errorResponses } from '../http/openapi-schemas'
-import { linkHeader, readPage } from '../http/pagination'
+import { documented, errorResponses } from '../http/openapi-schemas'
+import {
+  type LinkTargets,
+  lastOffset,
+  linkHeader,
+  offsetTargets,
+  readPage,
+} from '../http/pagination'
 import { QueryReader } from '../http/query'
 import { publicBaseUrl } from '../http/request-context'
 import { idempotencyKeyOf, type StoredAnswer } from '../idempotency/store'
@@ -21,7 +27,7 @@ import {
   UserPageV2,
   UserView,
 } from './schema'
-import { etagOf, toView } from './service'
+import { etagOf, type SearchResult, toView } from './service'
 
 export type ApiVersion = 1 | 2
 
@@ -70,6 +76,19 @@ const V2_PARAMETERS: Parameters = [
 
 const tags = ['users']
 
+const WRITE_RESPONSES = {
+  200: UserView,
+  ...errorResponses(
+    'BAD_REQUEST',
+    'NOT_FOUND',
+    'CONFLICT',
+    'PRECONDITION_FAILED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'VALIDATION_ERROR',
+  ),
+}
+
 /**
  * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
  * except the list, which v2 extends with keyset cursors and filters.
@@ -88,22 +107,24 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
             const page = readPage(query)
             query.assertValid()
             const { data, total } = users.list(page)
+            const pagination = { ...page, total }
             set.headers['x-total-count'] = String(total)
             set.headers.link = linkHeader({
               base: publicBaseUrl(request, config.publicUrl),
               path: listPath,
-              page: { ...page, total },
+              limit: page.limit,
+              targets: offsetTargets(pagination),
             })
-            return { data, pagination: { ...page, total } }
+            return { data, pagination }
           },
           {
-            response: { 200: UserPage, ...errorResponses('VALIDATION_ERROR') },
             detail: {
               tags,
               summary: 'List users',
               description:
                 'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
               parameters: LIST_PARAMETERS,
+              responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
             },
           },
         )
@@ -113,7 +134,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
             const query = new QueryReader(request.url)
             const page = readPage(query)
             const cursorText = query.string('cursor')
-            const afterId = cursorText === undefined ? undefined : readCursor(cursorText, query)
+            const cursor = cursorText === undefined ? undefined : readCursor(cursorText, query)
             if (cursorText !== undefined && query.has('offset')) {
               query.reject('offset', 'cannot be combined with cursor', query.string('offset'))
             }
@@ -122,27 +143,34 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
               q: query.string('q', { maxLength: 200 }),
             }
             query.assertValid()
-            const result = users.search({ ...page, afterId, filters })
-            const pagination = { limit: page.limit, offset: result.offset, total: result.total }
-            const nextCursor = result.nextAfterId === null ? null : writeCursor(result.nextAfterId)
+            const result = users.search({ ...page, cursor, filters })
+            const nextCursor = result.next === null ? null : writeCursor(result.next)
             set.headers['x-total-count'] = String(result.total)
             set.headers.link = linkHeader({
               base: publicBaseUrl(request, config.publicUrl),
               path: listPath,
-              page: pagination,
+              limit: page.limit,
               keep: filters,
-              nextCursor,
+              targets: v2Targets(page.limit, result, nextCursor),
             })
-            return { data: result.data, pagination: { ...pagination, next_cursor: nextCursor } }
+            return {
+              data: result.data,
+              pagination: {
+                limit: page.limit,
+                offset: result.offset,
+                total: result.total,
+                next_cursor: nextCursor,
+              },
+            }
           },
           {
-            response: { 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') },
             detail: {
               tags,
               summary: 'List users (v2: cursor and filters)',
               description:
-                'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records.',
+                'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
               parameters: V2_PARAMETERS,
+              responses: documented({ 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') }),
             },
           },
         )
@@ -150,41 +178,46 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
   return withList
     .post(
       '/users',
-      async ({ body, request }) => {
+      async ({ body, request, set }) => {
         const key = idempotencyKeyOf(request)
         const fingerprint = key === null ? '' : idempotency.fingerprint(body)
         const earlier = key === null ? null : idempotency.lookup(CREATE_SCOPE, key, fingerprint)
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
-        const create = (): StoredAnswer => {
-          const user = users.create({ name: body.name, email: body.email, passwordHash })
+        const create = () => users.create({ name: body.name, email: body.email, passwordHash })
+        if (key === null) {
+          const user = create()
+          set.status = 201
+          set.headers.location = `${listPath}/${user.id}`
+          return toView(user)
+        }
+        const { replayed, answer } = idempotency.once(CREATE_SCOPE, key, fingerprint, () => {
+          const user = create()
           return {
             status: 201,
             body: JSON.stringify(toView(user)),
             location: `${listPath}/${user.id}`,
           }
-        }
-        if (key === null) return answerWith(create())
-        const { replayed, answer } = idempotency.once(CREATE_SCOPE, key, fingerprint, create)
+        })
         return replayed ? replay(answer) : answerWith(answer)
       },
       {
         parse: jsonBody(),
         body: CreateUserBody,
-        response: {
-          201: UserView,
-          ...errorResponses(
-            'BAD_REQUEST',
-            'CONFLICT',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-            'VALIDATION_ERROR',
-          ),
-        },
         detail: {
           tags,
           summary: 'Create a user',
+          responses: documented({
+            201: UserView,
+            ...errorResponses(
+              'BAD_REQUEST',
+              'CONFLICT',
+              'PAYLOAD_TOO_LARGE',
+              'UNSUPPORTED_MEDIA_TYPE',
+              'VALIDATION_ERROR',
+            ),
+          }),
           description:
             'Answers 201 with Location. With an Idempotency-Key header, a retry with the same body replays the first answer for 24 h (Idempotent-Replayed: true); the same key with another body is 409.',
         },
@@ -194,7 +227,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       '/users/:id',
       ({ params, request, set }) => {
         const user = users.get(parseUserId(params.id))
-        if (user === undefined) throw notFound('No user with this id')
+        if (user === null) throw notFound('No user with this id')
         const etag = etagOf(user)
         set.headers.etag = etag
         if (!noneMatch(request.headers.get('if-none-match'), etag)) {
@@ -203,10 +236,10 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         return toView(user)
       },
       {
-        response: { 200: UserView, ...errorResponses('NOT_FOUND') },
         detail: {
           tags,
           summary: 'Get a user',
+          responses: documented({ 200: UserView, ...errorResponses('NOT_FOUND') }),
           description: 'Carries an ETag; If-None-Match with it answers 304.',
         },
       },
@@ -231,21 +264,10 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       {
         parse: jsonBody(),
         body: ReplaceUserBody,
-        response: {
-          200: UserView,
-          ...errorResponses(
-            'BAD_REQUEST',
-            'NOT_FOUND',
-            'CONFLICT',
-            'PRECONDITION_FAILED',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-            'VALIDATION_ERROR',
-          ),
-        },
         detail: {
           tags,
           summary: 'Replace a user',
+          responses: documented(WRITE_RESPONSES),
           description:
             'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412.',
         },
@@ -268,21 +290,10 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       {
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
         body: PatchUserBody,
-        response: {
-          200: UserView,
-          ...errorResponses(
-            'BAD_REQUEST',
-            'NOT_FOUND',
-            'CONFLICT',
-            'PRECONDITION_FAILED',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-            'VALIDATION_ERROR',
-          ),
-        },
         detail: {
           tags,
           summary: 'Update some fields of a user',
+          responses: documented(WRITE_RESPONSES),
           description:
             'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412.',
         },
@@ -304,6 +315,17 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         },
       },
     )
+}
+
+/** Links for a v2 page: offsets where the position is known, cursors where it is not. */
+function v2Targets(limit: number, result: SearchResult, nextCursor: string | null): LinkTargets {
+  const { prev } = result
+  return {
+    first: { offset: 0 },
+    prev: prev === null ? undefined : 'offset' in prev ? prev : { cursor: writeCursor(prev) },
+    next: nextCursor === null ? undefined : { cursor: nextCursor },
+    last: { offset: lastOffset(result.total, limit) },
+  }
 }
 
 // Until credentials exist every caller is anonymous; keys are also scoped to the route.

@@ -94,7 +94,9 @@ export const UserPageV2 = t.Object({
   data: t.Array(UserView),
   pagination: t.Object({
     limit: Type.Integer({ minimum: 1, maximum: 100 }),
-    offset: Type.Integer({ minimum: 0 }),
+    offset: t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
+      description: 'null on a page chosen by cursor',
+    }),
     total: Type.Integer({ minimum: 0 }),
     next_cursor: t.Union([t.String(), t.Null()], {
       description:

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
+import { expectEnvelope, makeTestApp, type Reply, type TestApp } from '../helpers/app'
 
 /** Inserts n users directly (the list is what is under test, not create). */
 function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
@@ -11,6 +11,15 @@ function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
     for (let i = 1; i <= n; i++)
       insert.run(name(i), `user${i}@example.com`, `user${i}@example.com`, at, at)
   })()
+}
+
+function ids(reply: Reply): number[] {
+  return reply.body.data.map((user: { id: number }) => user.id)
+}
+
+function follow(t: TestApp, link: string | undefined) {
+  if (link === undefined) throw new Error('no such link')
+  return t.get(link.replace('http://localhost', ''))
 }
 
 function links(header: string | null): Record<string, string> {
@@ -146,12 +155,33 @@ describe('GET /v2/users', () => {
       `http://localhost/v2/users?limit=10&cursor=${cursor}`,
     )
     const second = await t.get(`/v2/users?limit=10&cursor=${cursor}`)
-    expect(second.body.data[0].id).toBe(11)
-    expect(second.body.pagination).toMatchObject({ limit: 10, offset: 10, total: 25 })
+    expect(ids(second)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20])
+    // A page chosen by cursor does not count the records before it: offset is null.
+    expect(second.body.pagination).toMatchObject({ limit: 10, offset: null, total: 25 })
     const third = await t.get(`/v2/users?limit=10&cursor=${second.body.pagination.next_cursor}`)
-    expect(third.body.data.map((u: { id: number }) => u.id)).toEqual([21, 22, 23, 24, 25])
-    expect(third.body.pagination).toEqual({ limit: 10, offset: 20, total: 25, next_cursor: null })
-    expect(links(third.headers.get('link')).next).toBeUndefined()
+    expect(ids(third)).toEqual([21, 22, 23, 24, 25])
+    expect(third.body.pagination).toEqual({ limit: 10, offset: null, total: 25, next_cursor: null })
+    const thirdLinks = links(third.headers.get('link'))
+    expect(thirdLinks.next).toBeUndefined()
+    expect(thirdLinks.first).toBe('http://localhost/v2/users?limit=10&offset=0')
+    expect(thirdLinks.last).toBe('http://localhost/v2/users?limit=10&offset=20')
+  })
+
+  test('prev links walk back by cursor, to a first page with no prev', async () => {
+    using t = makeTestApp()
+    seed(t, 25)
+    const second = await t.get(
+      `/v2/users?limit=10&cursor=${(await t.get('/v2/users?limit=10')).body.pagination.next_cursor}`,
+    )
+    const third = await t.get(`/v2/users?limit=10&cursor=${second.body.pagination.next_cursor}`)
+    const back = await follow(t, links(third.headers.get('link')).prev)
+    expect(ids(back)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20])
+    const backLinks = links(back.headers.get('link'))
+    expect(backLinks.next).toBeDefined()
+    const start = await follow(t, backLinks.prev)
+    expect(ids(start)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    expect(links(start.headers.get('link')).prev).toBeUndefined()
+    expect(ids(await follow(t, links(start.headers.get('link')).next))).toEqual(ids(back))
   })
 
   test('a cursor survives deletes: it points after an id, not at a position', async () => {
@@ -161,8 +191,8 @@ describe('GET /v2/users', () => {
     await t.call('DELETE', '/users/2')
     await t.call('DELETE', '/users/4')
     const next = await t.get(`/v2/users?limit=3&cursor=${first.body.pagination.next_cursor}`)
-    expect(next.body.data.map((u: { id: number }) => u.id)).toEqual([5, 6])
-    expect(next.body.pagination).toMatchObject({ offset: 2, total: 4 })
+    expect(ids(next)).toEqual([5, 6])
+    expect(next.body.pagination).toMatchObject({ offset: null, total: 4, next_cursor: null })
   })
 
   test('offset still works, and gives a next_cursor too', async () => {
@@ -202,17 +232,31 @@ describe('GET /v2/users', () => {
     const next = links(first.headers.get('link')).next as string
     expect(next).toContain('q=user2')
     const second = await t.get(next.replace('http://localhost', ''))
-    expect(second.body.data.map((u: { id: number }) => u.id)).toEqual([24, 25, 26, 27, 28])
-    expect(second.body.pagination).toMatchObject({ offset: 5, total: 11 })
+    expect(ids(second)).toEqual([24, 25, 26, 27, 28])
+    expect(second.body.pagination).toMatchObject({ offset: null, total: 11 })
+    const prev = links(second.headers.get('link')).prev as string
+    expect(prev).toContain('q=user2')
+    expect(ids(await follow(t, prev))).toEqual([2, 20, 21, 22, 23])
+  })
+
+  test('a cursor before every match is the first page: no prev link', async () => {
+    using t = makeTestApp()
+    seed(t, 5)
+    const after1 = `/v2/users?limit=2&cursor=${Buffer.from('a:1').toString('base64url')}`
+    expect(ids(await t.get(after1))).toEqual([2, 3])
+    expect(links((await t.get(after1)).headers.get('link')).prev).toBeDefined()
+    t.deps.db.$client.run('DELETE FROM users WHERE id = 1')
+    expect(links((await t.get(after1)).headers.get('link')).prev).toBeUndefined()
   })
 
   test.each([
     ['cursor=%%%', 'cursor'],
     ['cursor=abc', 'cursor'],
-    [`cursor=${Buffer.from('id:0').toString('base64url')}`, 'cursor'],
-    [`cursor=${Buffer.from('id:1.5').toString('base64url')}`, 'cursor'],
-    [`cursor=${Buffer.from('id:99999999999999999').toString('base64url')}`, 'cursor'],
-    [`cursor=${Buffer.from('id:1').toString('base64url')}&offset=5`, 'offset'],
+    [`cursor=${Buffer.from('a:0').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:1.5').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('x:5').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:99999999999999999').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:1').toString('base64url')}&offset=5`, 'offset'],
     [`q=${'x'.repeat(201)}`, 'q'],
     [`email=${'x'.repeat(255)}`, 'email'],
     ['q=a&q=b', 'q'],
