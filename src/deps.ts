@@ -50,7 +50,7 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     db,
     log,
     now,
-    startedAt: Date.now(),
+    startedAt: now().getTime(),
     dbPath,
     uploadDir,
     users: createUserService(db, now),

@@ -5,6 +5,7 @@ import type { Deps } from '../deps'
 import { errorBody } from '../http/error-handler'
 import { AppError } from '../http/errors'
 import { jsonResponse } from '../http/json-response'
+import { documented, ErrorEnvelope } from '../http/openapi-schemas'
 import { publicBaseUrl } from '../http/request-context'
 
 const Health = t.Object({
@@ -15,41 +16,31 @@ const Health = t.Object({
     database: t.Union([t.Literal('ok'), t.Literal('failing')]),
     storage: t.Union([t.Literal('ok'), t.Literal('failing')]),
   }),
+  error: t.Optional(ErrorEnvelope.properties.error),
+  request_id: t.Optional(t.String()),
 })
 
+/** Checks run at most this often; a flood of health probes then costs no database work. */
+export const HEALTH_CHECK_INTERVAL_MS = 1000
+
+type CheckState = 'ok' | 'failing'
+
 /**
- * GET /health: 200 when the database answers and the upload directory is writable, else 503
- * with `status: unavailable` (and the error envelope's fields, as every non-2xx answer has).
+ * GET /health: 200 when the database answers (and its file is still there) and the upload
+ * directory is writable, else 503 with `status: unavailable` plus the error envelope's fields.
+ * The checks run at most once a second; the answer between runs is built from their result.
  */
 export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '/v2') {
-  // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
-  const ping = deps.db.$client.query('SELECT count(*) FROM __drizzle_migrations')
-  const databaseOk = () => {
-    try {
-      ping.get()
-      return existsSync(deps.dbPath)
-    } catch {
-      return false
-    }
-  }
-  const storageOk = () => {
-    try {
-      accessSync(deps.uploadDir, constants.W_OK)
-      return true
-    } catch {
-      return false
-    }
-  }
+  const checks = healthChecks(deps)
   return new Elysia({ prefix }).get(
     '/health',
     ({ request, set }) => {
-      const database = databaseOk() ? 'ok' : 'failing'
-      const storage = storageOk() ? 'ok' : 'failing'
+      const { database, storage } = checks()
       const healthy = database === 'ok' && storage === 'ok'
       const body = {
         status: healthy ? 'ok' : 'unavailable',
         version,
-        uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
+        uptime_s: Math.floor((deps.now().getTime() - deps.startedAt) / 1000),
         checks: { database, storage },
       } as const
       if (healthy) return body
@@ -62,13 +53,43 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
       return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
     },
     {
-      response: { 200: Health },
       detail: {
         tags: ['operations'],
         summary: 'Health',
         description:
-          '200 when the database and the upload directory work; 503 with status "unavailable" (plus the error envelope) when one fails.',
+          '200 when the database and the upload directory work; 503 with status "unavailable" (plus the error envelope) when one fails. Checks run at most once a second.',
+        responses: documented({ 200: Health, 503: Health }),
       },
     },
   )
+}
+
+/** The checks, re-run when their last result is older than HEALTH_CHECK_INTERVAL_MS. */
+export function healthChecks(deps: Deps): () => { database: CheckState; storage: CheckState } {
+  // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
+  const ping = deps.db.$client.query('SELECT count(*) FROM __drizzle_migrations')
+  let checkedAt = Number.NEGATIVE_INFINITY
+  let result: { database: CheckState; storage: CheckState } = { database: 'ok', storage: 'ok' }
+  const passes = (check: () => unknown): CheckState => {
+    try {
+      check()
+      return 'ok'
+    } catch {
+      return 'failing'
+    }
+  }
+  return () => {
+    const now = deps.now().getTime()
+    if (now - checkedAt >= HEALTH_CHECK_INTERVAL_MS) {
+      checkedAt = now
+      result = {
+        database: passes(() => {
+          ping.get()
+          if (!existsSync(deps.dbPath)) throw new Error('database file is gone')
+        }),
+        storage: passes(() => accessSync(deps.uploadDir, constants.W_OK)),
+      }
+    }
+    return result
+  }
 }

@@ -44,3 +44,18 @@ describe('GET /health', () => {
     })
   })
 })
+
+describe('health check caching', () => {
+  test('checks run at most once a second; a failure shows on the next run', async () => {
+    let clock = Date.parse('2026-01-01T00:00:00Z')
+    using t = makeTestApp({}, () => new Date(clock))
+    expect((await t.get('/health')).status).toBe(200)
+    rmSync(t.deps.uploadDir, { recursive: true })
+    clock += 500
+    expect((await t.get('/health')).body).toMatchObject({ status: 'ok', uptime_s: 0 })
+    clock += 600
+    const reply = await t.get('/health')
+    expect(reply.status).toBe(503)
+    expect(reply.body).toMatchObject({ uptime_s: 1, checks: { storage: 'failing' } })
+  })
+})
