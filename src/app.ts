@@ -2,11 +2,13 @@ import { Elysia } from 'elysia'
 import { type Deps, VERSION } from './deps'
 import { docsRoutes } from './docs/routes'
 import { healthRoutes } from './health/routes'
+import { type AccessLog, accessLogging } from './http/access-log'
 import { corsPolicy } from './http/cors'
 import { errorHandler } from './http/error-handler'
 import { jsonResponses } from './http/json-response'
 import { requestContext } from './http/request-context'
 import { RouteTable } from './http/route-table'
+import { unroutedRequests } from './http/unrouted'
 import { type ApiVersion, usersRoutes } from './users/routes'
 
 /** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
@@ -17,20 +19,29 @@ const MOUNTS: readonly (readonly ['' | '/v1' | '/v2', ApiVersion])[] = [
 ]
 
 /**
- * The HTTP application: request ids and versions first, then CORS and the error envelope,
+ * The HTTP application: request ids and versions first, then the error envelope and CORS,
  * then the routes. Builds no server and opens no port (see server.ts). `routes` is filled with
- * the app's routes, for 405 answers, OPTIONS and log labels.
+ * the app's routes, for 405 answers, OPTIONS and log labels; the access log is the server's.
  */
-export function createApp(deps: Deps, routes = new RouteTable()) {
+export function createApp(
+  deps: Deps,
+  options: { routes?: RouteTable; accessLog?: AccessLog } = {},
+) {
+  const routes = options.routes ?? new RouteTable()
+  const logging = options.accessLog === undefined ? undefined : accessLogging(options.accessLog)
   const app = new Elysia({ normalize: false })
+  if (logging !== undefined) app.use(logging.startClock)
+  app
     .use(requestContext)
-    .use(jsonResponses)
-    .use(corsPolicy(deps.config.corsOrigins, routes))
+    .use(jsonResponses(logging?.onAnswer))
+    // Before any route: Elysia's hooks cover only the routes registered after them.
     .use(errorHandler({ publicUrl: deps.config.publicUrl, routes, log: deps.log }))
+    .use(corsPolicy(deps.config.corsOrigins, routes))
     .use(docsRoutes(VERSION))
   for (const [prefix, version] of MOUNTS) {
     app.use(healthRoutes(deps, VERSION, prefix)).use(usersRoutes(deps, prefix, version))
   }
+  app.use(unroutedRequests(routes))
   routes.load(app.routes)
   return app
 }

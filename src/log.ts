@@ -31,13 +31,8 @@ export function memoryLogger(): Logger & { lines: string[] } {
   )
 }
 
-/**
- * Buffered line writer for the access log. Lines are queued on the request path and written
- * in one batch after the current turn of the event loop, so logging never waits on I/O.
- */
+/** Appends text to a file (or stdout) through a buffered sink; callers batch their writes. */
 export class LineWriter {
-  private queue: string[] = []
-  private scheduled = false
   private readonly sink: FileSink
   private readonly fd: number | null
 
@@ -47,31 +42,14 @@ export class LineWriter {
     this.sink = this.fd === null ? Bun.stdout.writer() : Bun.file(this.fd).writer()
   }
 
-  write(line: string): void {
-    this.queue.push(line)
-    if (!this.scheduled) {
-      this.scheduled = true
-      setImmediate(() => this.drain())
-    }
+  write(text: string): void {
+    this.sink.write(text)
   }
 
-  /** Writes everything queued and waits until it has reached the file or pipe. */
-  async flush(): Promise<void> {
-    this.drain()
-    await this.sink.flush()
-  }
-
+  /** Waits until everything written has reached the file or pipe, then closes it. */
   async close(): Promise<void> {
-    await this.flush()
+    await this.sink.flush()
     await this.sink.end()
     if (this.fd !== null) closeSync(this.fd)
-  }
-
-  private drain(): void {
-    this.scheduled = false
-    if (this.queue.length === 0) return
-    const batch = this.queue.join('')
-    this.queue = []
-    this.sink.write(batch)
   }
 }

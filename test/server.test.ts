@@ -92,6 +92,58 @@ describe('the listening server', () => {
     })
   })
 
+  test('every kind of answer gets exactly one log line, and stop() does not wait for more', async () => {
+    await withServer(async (server, dir) => {
+      const u = server.url
+      const requests: [string, RequestInit][] = [
+        ['/users', { method: 'OPTIONS' }],
+        [
+          '/users',
+          {
+            method: 'OPTIONS',
+            headers: { origin: 'https://a.test', 'access-control-request-method': 'POST' },
+          },
+        ],
+        ['/nope', { method: 'OPTIONS' }],
+        ['/users', { method: 'HEAD' }],
+        ['/users', { method: 'DELETE' }],
+        ['/users/1', { method: 'PROPFIND' }],
+        ['/users', { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } }],
+        [
+          '/users',
+          { method: 'POST', body: '{bad', headers: { 'content-type': 'application/json' } },
+        ],
+        ['/users/abc', {}],
+        ['/docs', { redirect: 'manual' }],
+        ['/swagger', {}],
+      ]
+      for (const [path, init] of requests) await fetch(`${u}${path}`, init)
+      const started = performance.now()
+      await server.stop()
+      expect(performance.now() - started).toBeLessThan(1000)
+      const entries = readFileSync(join(dir, 'access.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(entries.map((e) => [e.method, e.route, e.status])).toEqual([
+        ['OPTIONS', '/users', 204],
+        ['OPTIONS', '/users', 204],
+        ['OPTIONS', null, 404],
+        ['HEAD', '/users', 200],
+        ['DELETE', '/users', 405],
+        ['PROPFIND', '/users/:id', 405],
+        ['POST', '/users', 415],
+        ['POST', '/users', 400],
+        ['GET', '/users/:id', 404],
+        ['GET', '/docs', 302],
+        ['GET', '/swagger', 200],
+      ])
+      for (const entry of entries.filter((e) => e.status >= 400)) {
+        expect(entry.bytes).toBeGreaterThan(100)
+      }
+    })
+  })
+
   test('stop() lets an in-flight request finish, then refuses new ones', async () => {
     await withServer(async (server) => {
       const slow = fetch(`${server.url}/users`, {

@@ -2,6 +2,7 @@ import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import { notFound } from './errors'
 import { pathOf, type RouteTable } from './route-table'
+import { CATCH_ALL } from './unrouted'
 
 /** Request headers a browser may send cross-origin. */
 const ALLOWED_HEADERS = [
@@ -13,6 +14,8 @@ const ALLOWED_HEADERS = [
   'x-api-key',
   'x-request-id',
 ]
+
+const ALLOWED_HEADERS_TEXT = ALLOWED_HEADERS.join(', ')
 
 /** Response headers a cross-origin script may read. */
 const EXPOSED_HEADERS = [
@@ -32,8 +35,9 @@ const PREFLIGHT_MAX_AGE_S = 600
  * CORS with @elysiajs/cors, configured explicitly: `*` lets any origin in without
  * credentials; a list reflects only listed origins, with credentials and `Vary: Origin`; an
  * unlisted origin gets no Access-Control-Allow-Origin. (The plugin's own default reflects every
- * origin with credentials.) OPTIONS is answered here: a preflight with the route's methods,
- * any other OPTIONS with `Allow`, an unknown path with 404.
+ * origin with credentials.) OPTIONS is answered here, by a route (so it is logged like any
+ * other answer): a preflight with the route's methods, any other OPTIONS with `Allow`, an
+ * unknown path with 404.
  */
 export function corsPolicy(origins: '*' | readonly string[], routes: RouteTable) {
   const anyOrigin = origins === '*'
@@ -42,37 +46,40 @@ export function corsPolicy(origins: '*' | readonly string[], routes: RouteTable)
       cors({
         origin: anyOrigin ? '*' : [...origins],
         credentials: !anyOrigin,
-        methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-        allowedHeaders: ALLOWED_HEADERS,
+        // The preflight-only headers are set below, on preflights only. (The plugin skips
+        // allowedHeaders when it is false; its types only list true, a string or a list, and
+        // an empty list would send an empty header on every answer.)
+        methods: [],
+        allowedHeaders: false as unknown as string[],
         exposeHeaders: EXPOSED_HEADERS,
         maxAge: PREFLIGHT_MAX_AGE_S,
         preflight: false,
       }),
     )
-    .onRequest(function answerOptions({ request, set }) {
+    .onRequest(function tidyCorsHeaders({ set }) {
       const headers = set.headers
       // The plugin marks `*` answers `Vary: *`, which makes them uncacheable for no gain.
       if (headers.vary === '*') delete headers.vary
       if (headers['access-control-allow-origin'] === undefined) {
         delete headers['access-control-allow-credentials']
       }
-      if (request.method !== 'OPTIONS') {
-        // Only a preflight needs these; the plugin would send them on every answer.
-        delete headers['access-control-allow-methods']
-        delete headers['access-control-allow-headers']
-        return
-      }
-      const route = routes.match(pathOf(request.url))
-      if (route === null) throw notFound('No route matches this path')
-      const allowed = route.methods.join(', ')
-      if (request.headers.get('access-control-request-method') === null) {
-        delete headers['access-control-allow-methods']
-        delete headers['access-control-allow-headers']
-        headers.allow = allowed
-      } else {
-        headers['access-control-allow-methods'] = allowed
-        headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE_S)
-      }
-      return new Response(null, { status: 204 })
     })
+    .options(
+      CATCH_ALL,
+      function answerOptions({ request, set }) {
+        const route = routes.match(pathOf(request.url))
+        if (route === null) throw notFound('No route matches this path')
+        const allowed = route.methods.join(', ')
+        if (request.headers.get('access-control-request-method') === null) {
+          set.headers.allow = allowed
+        } else {
+          set.headers['access-control-allow-methods'] = allowed
+          set.headers['access-control-allow-headers'] = ALLOWED_HEADERS_TEXT
+          set.headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE_S)
+        }
+        set.status = 204
+        return ''
+      },
+      { detail: { hide: true } },
+    )
 }

@@ -4,6 +4,7 @@ import { AppError, badRequest, validationFailed } from './errors'
 import { jsonResponse } from './json-response'
 import { publicBaseUrl } from './request-context'
 import { pathOf, type RouteTable } from './route-table'
+import { notFoundOrMethodNotAllowed } from './unrouted'
 import { detailsFromValidation } from './validation'
 
 export interface ErrorHandlerOptions {
@@ -23,8 +24,10 @@ export function errorHandler(options: ErrorHandlerOptions) {
     function renderError({ error, code, request, set }) {
       const requestId = String(set.headers['x-request-id'] ?? '')
       const appError = toAppError(error, code, request, options, requestId)
+      const response = errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
       set.status = appError.status
-      return errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
+      set.headers['content-length'] = response.headers.get('content-length') ?? undefined
+      return response
     },
   )
 }
@@ -78,17 +81,6 @@ function toAppError(
     })
   }
   return internalError(error, request, options.log, requestId)
-}
-
-function notFoundOrMethodNotAllowed(request: Request, routes: RouteTable): AppError {
-  const route = routes.match(pathOf(request.url))
-  if (route === null) return new AppError('NOT_FOUND', 'No route matches this path')
-  return new AppError(
-    'METHOD_NOT_ALLOWED',
-    `${request.method} is not allowed here; use ${route.methods.join(', ')}`,
-    [],
-    { allow: route.methods.join(', ') },
-  )
 }
 
 function internalError(error: unknown, request: Request, log: Logger, requestId: string): AppError {

@@ -11,7 +11,7 @@ export function requestIdFor(request: Request): string {
   const given = request.headers.get('x-request-id')
   if (given !== null && REQUEST_ID.test(given)) return given
   sequence += 1
-  return `req_${BOOT}${sequence.toString(36).padStart(8, '0')}`
+  return `req_${BOOT}${sequence.toString(36)}`
 }
 
 /** `2` for paths under /v2, else `1`: unversioned paths are v1 and stay v1. */

@@ -30,6 +30,8 @@ export class RouteTable {
     this.patterns.length = 0
     const byPath = new Map<string, Set<string>>()
     for (const route of routes) {
+      // The catch-all routes (OPTIONS, and the 404/405 fallback) answer for the others.
+      if (route.path === '/*') continue
       const methods = byPath.get(route.path) ?? new Set<string>()
       methods.add(route.method.toUpperCase())
       byPath.set(route.path, methods)
