@@ -9,6 +9,9 @@ export interface Config {
   readonly logFile: string | null
   readonly sync: 'full' | 'normal'
   readonly corsOrigins: '*' | readonly string[]
+  readonly usersAccess: 'open' | 'protected'
+  readonly cookieSecure: boolean
+  readonly trustProxy: boolean
 }
 
 /** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
@@ -22,6 +25,8 @@ interface OptionSpec<K extends keyof Config> {
   env: readonly string[]
   /** The value used when neither flag nor env is given, and how --help shows it. */
   fallback: () => Config[K]
+  /** A flag without a value (its presence means true); the env var takes true/false. */
+  boolean?: true
   defaultText: string
   help: string
   parse: (text: string, source: string) => Config[K]
@@ -108,6 +113,35 @@ export const SERVE_OPTIONS = [
     help: 'comma-separated origins allowed to call with credentials; * allows any origin without credentials',
     parse: parseOrigins,
   }),
+  option({
+    key: 'usersAccess',
+    fallback: () => 'open' as const,
+    flag: 'users-access',
+    env: ['ROSTER_USERS_ACCESS'],
+    defaultText: 'open',
+    help: 'open: anyone may use /users; protected: reads need a credential, writes an API key or the user itself',
+    parse: (text, source) => oneOf(text, source, ['open', 'protected'] as const),
+  }),
+  option({
+    key: 'cookieSecure',
+    fallback: () => false,
+    boolean: true,
+    flag: 'cookie-secure',
+    env: ['ROSTER_COOKIE_SECURE'],
+    defaultText: 'false (Secure only over TLS)',
+    help: 'mark the session cookie Secure on every answer (for HTTPS behind a proxy without --trust-proxy)',
+    parse: parseBoolean,
+  }),
+  option({
+    key: 'trustProxy',
+    fallback: () => false,
+    boolean: true,
+    flag: 'trust-proxy',
+    env: ['ROSTER_TRUST_PROXY'],
+    defaultText: 'false',
+    help: 'believe X-Forwarded-For and X-Forwarded-Proto (only behind a proxy that sets them)',
+    parse: parseBoolean,
+  }),
 ] as const
 
 export type OptionKey = (typeof SERVE_OPTIONS)[number]['key']
@@ -116,12 +150,13 @@ export type OptionKey = (typeof SERVE_OPTIONS)[number]['key']
  * Builds the config from parsed flags and the environment. Flags beat env vars beat defaults.
  * Throws ConfigError naming the flag or variable that holds a bad value.
  */
-export function loadConfig(flags: Partial<Record<string, string>>, env: Env): Config {
+export function loadConfig(flags: Partial<Record<string, string | boolean>>, env: Env): Config {
   const values: Record<string, unknown> = {}
   for (const spec of SERVE_OPTIONS) {
     const fromFlag = flags[spec.flag]
     if (fromFlag !== undefined) {
-      values[spec.key] = spec.parse(fromFlag, `--${spec.flag}`)
+      values[spec.key] =
+        typeof fromFlag === 'boolean' ? fromFlag : spec.parse(fromFlag, `--${spec.flag}`)
       continue
     }
     const envName = spec.env.find((name) => env[name] !== undefined && env[name] !== '')
@@ -156,6 +191,13 @@ function oneOf<const T extends string>(text: string, source: string, allowed: re
   const match = allowed.find((value) => value === lower)
   if (match === undefined) throw invalid(source, text, allowed.join(' or '))
   return match
+}
+
+function parseBoolean(text: string, source: string): boolean {
+  const lower = text.toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(lower)) return true
+  if (['0', 'false', 'no', 'off'].includes(lower)) return false
+  throw invalid(source, text, 'true or false')
 }
 
 function parseOrigins(text: string, source: string): '*' | readonly string[] {

@@ -12,6 +12,9 @@ describe('loadConfig', () => {
       logFile: null,
       sync: 'full',
       corsOrigins: '*',
+      usersAccess: 'open',
+      cookieSecure: false,
+      trustProxy: false,
     })
   })
 
@@ -35,6 +38,13 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { ROSTER_CORS_ORIGINS: '*' }).corsOrigins).toBe('*')
   })
 
+  test('boolean options: a flag without a value, or true/false in the environment', () => {
+    expect(loadConfig({ 'cookie-secure': true }, {}).cookieSecure).toBe(true)
+    expect(loadConfig({}, { ROSTER_COOKIE_SECURE: 'yes' }).cookieSecure).toBe(true)
+    expect(loadConfig({}, { ROSTER_TRUST_PROXY: '0' }).trustProxy).toBe(false)
+    expect(loadConfig({}, { ROSTER_USERS_ACCESS: 'Protected' }).usersAccess).toBe('protected')
+  })
+
   test('public URL keeps a path and drops the trailing slash', () => {
     expect(loadConfig({ 'public-url': 'https://x.example.com/api/' }, {}).publicUrl).toBe(
       'https://x.example.com/api',
@@ -51,6 +61,8 @@ describe('loadConfig', () => {
     [{ 'cors-origins': 'https://a.example.com/path' }, {}, '--cors-origins'],
     [{ 'public-url': 'ftp://x' }, {}, '--public-url'],
     [{ host: 'bad host' }, {}, '--host'],
+    [{ 'users-access': 'closed' }, {}, '--users-access'],
+    [{}, { ROSTER_TRUST_PROXY: 'maybe' }, 'ROSTER_TRUST_PROXY'],
   ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)

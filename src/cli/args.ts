@@ -59,10 +59,12 @@ function describeParseError(error: unknown): string {
   }
 }
 
-/** String-valued flags only, as loadConfig takes them. */
-export function stringFlags(flags: Flags): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [key, value] of Object.entries(flags)) if (typeof value === 'string') out[key] = value
+/** The flags loadConfig reads (everything but --help). */
+export function configFlags(flags: Flags): Record<string, string | boolean> {
+  const out: Record<string, string | boolean> = {}
+  for (const [key, value] of Object.entries(flags)) {
+    if (key !== 'help' && value !== undefined) out[key] = value
+  }
   return out
 }
 

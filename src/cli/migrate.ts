@@ -1,7 +1,7 @@
 import { loadConfig } from '../config'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
-import { parseFlags, renderFlags, serveFlags, stringFlags } from './args'
+import { configFlags, parseFlags, renderFlags, serveFlags } from './args'
 
 const FLAGS = serveFlags('data-dir')
 
@@ -19,7 +19,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
     console.log(MIGRATE_HELP())
     return 0
   }
-  const config = loadConfig(stringFlags(flags), env)
+  const config = loadConfig(configFlags(flags), env)
   const deps = makeDeps(config, createLogger())
   deps.db.$client.close()
   console.log(`database ${deps.dbPath} is up to date`)

@@ -2,7 +2,7 @@ import { loadConfig } from '../config'
 import { VERSION } from '../deps'
 import { createLogger } from '../log'
 import { startServer } from '../server'
-import { parseFlags, renderFlags, serveFlags, stringFlags } from './args'
+import { configFlags, parseFlags, renderFlags, serveFlags } from './args'
 
 export const SERVE_HELP = () => `Usage: roster serve [flags]
 
@@ -25,19 +25,19 @@ export async function run(
     console.log(SERVE_HELP())
     return 0
   }
-  const config = loadConfig(stringFlags(flags), env)
+  const config = loadConfig(configFlags(flags), env)
   const log = createLogger()
   const server = startServer(config, log)
   log.info(`roster ${VERSION} listening on ${server.url}`, {
     version: VERSION,
     address: server.url,
     data_dir: config.dataDir,
-    users_access: 'open',
+    users_access: config.usersAccess,
     sync: config.sync,
   })
-  if (!LOOPBACK.test(config.host)) {
+  if (config.usersAccess === 'open' && !LOOPBACK.test(config.host)) {
     log.warn(
-      `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user`,
+      `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user; start with --users-access protected to require credentials`,
     )
   }
   const signal = await new Promise<string>((resolve) => {
