@@ -1,6 +1,11 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import pkg from '../package.json'
+import { type ApiKeyService, createApiKeyService } from './auth/api-keys'
+import { type Authenticator, createAuthenticator } from './auth/authenticator'
+import { BasicCache } from './auth/basic'
+import { LoginLimiter } from './auth/limiter'
+import { type CredentialStore, createCredentialStore } from './auth/sessions'
 import type { Config } from './config'
 import { DatabaseOpenError, type Db, openDatabase } from './db/client'
 import { runMigrations } from './db/migrate'
@@ -21,6 +26,12 @@ export interface Deps {
   readonly uploadDir: string
   readonly users: UserService
   readonly idempotency: IdempotencyStore
+  readonly credentials: CredentialStore
+  readonly apiKeys: ApiKeyService
+  readonly limiter: LoginLimiter
+  readonly authenticator: Authenticator
+  /** Row counts for GET /data. */
+  counts(): { users: number; uploads: number; webhook_events: number }
 }
 
 /** The data directory, its database and upload folder could not be prepared. */
@@ -43,18 +54,38 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     if (error instanceof DatabaseOpenError) throw error
     throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
   }
-  const idempotency = createIdempotencyStore(db, () => now().getTime())
+  const clock = () => now().getTime()
+  const idempotency = createIdempotencyStore(db, clock)
   idempotency.purgeExpired()
+  const credentials = createCredentialStore(db, clock)
+  credentials.purgeExpired()
+  const apiKeys = createApiKeyService(db, now)
+  const limiter = new LoginLimiter(clock)
+  const users = createUserService(db, now, { onPasswordChange: credentials.revokeAllForUser })
+  const authenticator = createAuthenticator({
+    config,
+    credentials,
+    apiKeys,
+    users,
+    basicCache: new BasicCache(clock),
+    limiter,
+  })
   return {
     config,
     db,
     log,
     now,
-    startedAt: now().getTime(),
+    startedAt: clock(),
     dbPath,
     uploadDir,
-    users: createUserService(db, now),
+    users,
     idempotency,
+    credentials,
+    apiKeys,
+    limiter,
+    authenticator,
+    // Uploads and webhook events have no tables yet; their counts come with those features.
+    counts: () => ({ users: users.count(), uploads: 0, webhook_events: 0 }),
   }
 }
 

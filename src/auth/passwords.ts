@@ -6,6 +6,7 @@ const MAX_CONCURRENT = 2
 
 let running = 0
 const waiting: (() => void)[] = []
+const counts = { hashes: 0, verifications: 0 }
 
 async function withSlot<T>(work: () => Promise<T>): Promise<T> {
   if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve))
@@ -20,15 +21,17 @@ async function withSlot<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export function hashPassword(password: string): Promise<string> {
+  counts.hashes += 1
   return withSlot(() => Bun.password.hash(password, { algorithm: 'argon2id' }))
 }
 
 /** False for a wrong password and for a hash that is not one of ours. */
 export function verifyPassword(password: string, hash: string): Promise<boolean> {
+  counts.verifications += 1
   return withSlot(() => Bun.password.verify(password, hash).catch(() => false))
 }
 
-/** How many hashes run and wait right now (for tests and metrics). */
-export function passwordWorkload(): { running: number; waiting: number } {
-  return { running, waiting: waiting.length }
+/** How many hashes run and wait right now, and how many ran so far (for tests and metrics). */
+export function passwordWorkload() {
+  return { running, waiting: waiting.length, ...counts }
 }

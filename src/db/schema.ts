@@ -46,3 +46,54 @@ export const settings = sqliteTable('settings', {
   value: text('value').notNull(),
   createdAt: text('created_at').notNull().default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`),
 })
+
+/**
+ * Browser sessions (the `session` cookie). `id` is the SHA-256 of the cookie value, so the
+ * database never holds a usable credential. Times are epoch milliseconds.
+ */
+export const sessions = sqliteTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (table) => [
+    index('sessions_user_id_idx').on(table.userId),
+    index('sessions_expires_at_idx').on(table.expiresAt),
+  ],
+)
+
+/** Bearer access tokens from /login, stored as SHA-256 like sessions; they live one hour. */
+export const accessTokens = sqliteTable(
+  'access_tokens',
+  {
+    id: text('id').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (table) => [
+    index('access_tokens_user_id_idx').on(table.userId),
+    index('access_tokens_expires_at_idx').on(table.expiresAt),
+  ],
+)
+
+/**
+ * API keys. Only the SHA-256 of a key is stored; `prefix` (the first characters of the key)
+ * lets people tell keys apart. A revoked key keeps its row, for the record.
+ */
+export const apiKeys = sqliteTable('api_keys', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  prefix: text('prefix').notNull(),
+  keyHash: text('key_hash').notNull().unique('api_keys_key_hash_unique'),
+  createdAt: text('created_at').notNull(),
+  lastUsedAt: text('last_used_at'),
+  revokedAt: text('revoked_at'),
+})

@@ -71,7 +71,11 @@ export type UserService = ReturnType<typeof createUserService>
  * Users over the database. Every per-request query is prepared once here; writes run in
  * BEGIN IMMEDIATE transactions so the read-check-write of a guarded update is atomic.
  */
-export function createUserService(db: Db, now: Clock) {
+export function createUserService(
+  db: Db,
+  now: Clock,
+  hooks: { onPasswordChange?: (userId: number) => void } = {},
+) {
   const sqlite = db.$client
   // Reads on the request path use bun:sqlite statements directly: drizzle's row mapping made a
   // page of 20 plus its JSON 4.8 µs slower (objects it builds serialize slower). Writes below
@@ -83,6 +87,12 @@ export function createUserService(db: Db, now: Clock) {
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
+  const byEmailKey = sqlite.query<{ id: number; password_hash: string | null }, [string]>(
+    'SELECT id, password_hash FROM users WHERE email_key = ?',
+  )
+  const withHashById = sqlite.query<UserRecord & { password_hash: string | null }, [number]>(
+    `SELECT ${RECORD_COLUMNS}, password_hash FROM users WHERE id = ?`,
+  )
   // One read transaction: the page and the total are one snapshot, and WAL bookkeeping is paid once.
   const readPage = sqlite.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
@@ -182,12 +192,35 @@ export function createUserService(db: Db, now: Clock) {
       ) as UserRecord
     },
 
-    /** Applies changes after checking If-Match and echoed fields; NOT_FOUND, PRECONDITION_FAILED, CONFLICT. */
+    /**
+     * Applies changes after checking If-Match and echoed fields; NOT_FOUND, PRECONDITION_FAILED,
+     * CONFLICT. A new password ends every session and token of the user in the same transaction.
+     */
     update(id: number, changes: UserChanges, guard: WriteGuard): UserRecord {
       return transaction(() => {
         requireGuarded(id, guard)
-        return writeChanges(id, changes)
+        const updated = writeChanges(id, changes)
+        if (changes.passwordHash !== undefined) hooks.onPasswordChange?.(id)
+        return updated
       })
+    },
+
+    /** id and password hash by email, compared without regard to case (for sign-in). */
+    byEmail(email: string): { id: number; passwordHash: string | null } | null {
+      const row = byEmailKey.get(emailKey(email))
+      return row === null ? null : { id: row.id, passwordHash: row.password_hash }
+    },
+
+    count(): number {
+      return total.get()?.n ?? 0
+    },
+
+    /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
+    withPasswordHash(userId: number): { user: UserRecord; passwordHash: string | null } | null {
+      const row = withHashById.get(userId)
+      if (row === null) return null
+      const { password_hash: passwordHash, ...user } = row
+      return { user, passwordHash }
     },
 
     /** Deletes after checking If-Match; NOT_FOUND, PRECONDITION_FAILED. */

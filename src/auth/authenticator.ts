@@ -1,0 +1,185 @@
+import type { Config } from '../config'
+import { AppError, badRequest } from '../http/errors'
+import type { ApiKeyService } from './api-keys'
+import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
+import type { LoginLimiter } from './limiter'
+import { verifyPassword } from './passwords'
+import type { Principal, Scheme } from './principal'
+import type { CredentialStore, SignedInUser } from './sessions'
+
+/** What the authenticator needs from the users feature. */
+export interface UserLookup {
+  /** id and password hash by email (without regard to case). */
+  byEmail(email: string): { id: number; passwordHash: string | null } | null
+  /** A user's row with its current password hash (null if there is no such user). */
+  withPasswordHash(userId: number): { user: SignedInUser; passwordHash: string | null } | null
+}
+
+export interface Presented {
+  authorization: string | null
+  apiKeyHeader: string | null
+  apiKeyQuery: string | null
+  sessionCookie: string | null
+}
+
+export interface Authenticated {
+  principal: Principal | null
+  /** Set when a session was used and extended: the cookie must be sent again. */
+  renewedSession?: string
+}
+
+const CHALLENGES: Record<Scheme, string> = {
+  basic: 'Basic realm="roster", charset="UTF-8"',
+  bearer: 'Bearer',
+  session: 'Bearer',
+  apiKey: 'ApiKey',
+}
+
+/** The WWW-Authenticate value for a route that takes these schemes. */
+export function challengeFor(schemes: readonly Scheme[], invalidToken = false): string {
+  const values = new Set(schemes.map((scheme) => CHALLENGES[scheme]))
+  return [...values]
+    .map((value) => (invalidToken && value === 'Bearer' ? 'Bearer error="invalid_token"' : value))
+    .join(', ')
+}
+
+export function unauthorized(schemes: readonly Scheme[], message: string, invalidToken = false) {
+  return new AppError('UNAUTHORIZED', message, [], {
+    'www-authenticate': challengeFor(schemes, invalidToken),
+  })
+}
+
+/**
+ * Turns the credentials a request presents into a principal, for a route that takes `schemes`.
+ * The Authorization header wins over an API key, which wins over the session cookie. A
+ * presented credential that is malformed, unknown, expired or revoked is a 401 (an invalid
+ * session cookie is only ignored: browsers send it everywhere). With nothing presented the
+ * principal is null; routes that require one answer 401 themselves.
+ */
+export function createAuthenticator(deps: {
+  config: Config
+  credentials: CredentialStore
+  apiKeys: ApiKeyService
+  users: UserLookup
+  basicCache: BasicCache
+  limiter: LoginLimiter
+}) {
+  /** Basic: a Principal at once from the cache, or a Promise when argon2 has to run. */
+  function basic(
+    header: string,
+    schemes: readonly Scheme[],
+    ipOf: () => string,
+  ): Principal | Promise<Principal> {
+    const credentials = parseBasic(header)
+    if (credentials === null) throw unauthorized(schemes, 'Malformed Basic credentials')
+    const cached = deps.basicCache.lookup(credentials, (id) => deps.users.withPasswordHash(id))
+    if (cached !== null) return { kind: 'user', userId: cached.id, scheme: 'basic', user: cached }
+    return verifyBasic(credentials, schemes, ipOf)
+  }
+
+  async function verifyBasic(
+    credentials: BasicCredentials,
+    schemes: readonly Scheme[],
+    ipOf: () => string,
+  ): Promise<Principal> {
+    const address = credentials.email.toLowerCase()
+    const ip = ipOf()
+    const wait = deps.limiter.retryAfter(address, ip)
+    if (wait > 0) throw tooManyAttempts(wait)
+    const user = deps.users.byEmail(credentials.email)
+    const ok = await verifyPassword(credentials.password, user?.passwordHash ?? (await dummyHash()))
+    if (user === null || user.passwordHash === null || !ok) {
+      deps.limiter.recordFailure(address, ip)
+      throw unauthorized(schemes, 'Invalid email or password')
+    }
+    deps.basicCache.remember(credentials, user.id, user.passwordHash)
+    return { kind: 'user', userId: user.id, scheme: 'basic' }
+  }
+
+  function bearer(header: string, schemes: readonly Scheme[]): Principal {
+    const token = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(header.trim())?.[1]
+    if (token === undefined) throw unauthorized(schemes, 'Malformed Bearer credentials', true)
+    const user = deps.credentials.useAccessToken(token)
+    if (user === null) throw unauthorized(schemes, 'Invalid, expired or revoked token', true)
+    return { kind: 'user', userId: user.id, scheme: 'bearer', secret: token, user }
+  }
+
+  function apiKey(presented: Presented, schemes: readonly Scheme[]): Principal {
+    const { apiKeyHeader: header, apiKeyQuery: query } = presented
+    if (header !== null && query !== null && header !== query) {
+      throw badRequest('An API key was sent both as X-API-Key and as api_key, and they differ')
+    }
+    const key = deps.apiKeys.authenticate((header ?? query) as string)
+    if (key === null) throw unauthorized(schemes, 'Invalid or revoked API key')
+    return { kind: 'apiKey', keyId: key.id, name: key.name }
+  }
+
+  return {
+    /**
+     * Synchronous except for Basic (argon2 runs off the thread): a Promise comes back only when
+     * a Basic credential was presented to a route that takes Basic.
+     */
+    authenticate(
+      presented: Presented,
+      schemes: readonly Scheme[],
+      /** The client's IP, asked for only when a password is checked (for the limiter). */
+      ipOf: () => string,
+    ): Authenticated | Promise<Authenticated> {
+      const { authorization } = presented
+      if (authorization !== null) {
+        const scheme = authorization.trim().split(' ', 1)[0]?.toLowerCase()
+        if (scheme === 'basic' && schemes.includes('basic')) {
+          const principal = basic(authorization, schemes, ipOf)
+          return principal instanceof Promise
+            ? principal.then((verified) => ({ principal: verified }))
+            : { principal }
+        }
+        if (scheme === 'bearer' && schemes.includes('bearer')) {
+          return { principal: bearer(authorization, schemes) }
+        }
+        throw unauthorized(schemes, 'This route does not take that kind of credential')
+      }
+      if (
+        (presented.apiKeyHeader !== null || presented.apiKeyQuery !== null) &&
+        schemes.includes('apiKey')
+      ) {
+        return { principal: apiKey(presented, schemes) }
+      }
+      if (presented.sessionCookie !== null && schemes.includes('session')) {
+        const session = deps.credentials.useSession(presented.sessionCookie)
+        if (session !== null) {
+          return {
+            principal: {
+              kind: 'user',
+              userId: session.user.id,
+              scheme: 'session',
+              secret: presented.sessionCookie,
+              user: session.user,
+            },
+            renewedSession: session.renewed ? presented.sessionCookie : undefined,
+          }
+        }
+      }
+      return { principal: null }
+    },
+  }
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>
+
+export function tooManyAttempts(retryAfterS: number): AppError {
+  return new AppError('RATE_LIMITED', 'Too many failed sign-ins; try again later', [], {
+    'retry-after': String(retryAfterS),
+  })
+}
+
+let dummy: Promise<string> | null = null
+
+/**
+ * A hash of a random password, verified when the email is unknown or has no password, so that
+ * a wrong email costs the same time as a wrong password. Made on first use.
+ */
+export function dummyHash(): Promise<string> {
+  dummy ??= Bun.password.hash(crypto.randomUUID(), { algorithm: 'argon2id' })
+  return dummy
+}
