@@ -1,4 +1,6 @@
 import { Elysia } from 'elysia'
+import { csrfGuard } from './auth/csrf'
+import { authRoutes } from './auth/routes'
 import { type Deps, VERSION } from './deps'
 import { docsRoutes } from './docs/routes'
 import { healthRoutes } from './health/routes'
@@ -37,9 +39,12 @@ export function createApp(
     // Before any route: Elysia's hooks cover only the routes registered after them.
     .use(errorHandler({ publicUrl: deps.config.publicUrl, routes, log: deps.log }))
     .use(corsPolicy(deps.config.corsOrigins, routes))
+    .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
   for (const [prefix, version] of MOUNTS) {
-    app.use(healthRoutes(deps, VERSION, prefix)).use(usersRoutes(deps, prefix, version))
+    app.use(healthRoutes(deps, VERSION, prefix))
+    app.use(usersRoutes(deps, prefix, version))
+    app.use(authRoutes(deps, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)

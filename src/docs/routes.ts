@@ -33,8 +33,23 @@ export function docsRoutes(version: string) {
           },
           tags: [
             { name: 'users', description: 'User records' },
+            { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
             { name: 'operations', description: 'Health and service information' },
           ],
+          components: {
+            securitySchemes: {
+              basic: { type: 'http', scheme: 'basic', description: 'email:password' },
+              bearer: { type: 'http', scheme: 'bearer', description: 'access_token from /login' },
+              session: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'session',
+                description: 'from /login',
+              },
+              apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+              apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
+            },
+          },
         },
       }),
     )

@@ -1,8 +1,10 @@
 import { type DocumentDecoration, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
+import { authPlugin } from '../auth/plugin'
+import { ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
 import type { Deps } from '../deps'
 import { noneMatch } from '../http/conditional'
-import { notFound } from '../http/errors'
+import { AppError, notFound } from '../http/errors'
 import { jsonBody } from '../http/json-body'
 import { jsonResponse } from '../http/json-response'
 import { documented, errorResponses } from '../http/openapi-schemas'
@@ -96,8 +98,9 @@ const WRITE_RESPONSES = {
 export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: ApiVersion) {
   const { users, idempotency, config } = deps
   const listPath = `${prefix}/users`
+  const access = usersAccess(config.usersAccess)
 
-  const app = new Elysia({ prefix })
+  const app = new Elysia({ prefix }).use(authPlugin(deps))
   const withList =
     version === 1
       ? app.get(
@@ -118,7 +121,9 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
             return { data, pagination }
           },
           {
+            ...access.read,
             detail: {
+              ...access.readDocs,
               tags,
               summary: 'List users',
               description:
@@ -164,7 +169,9 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
             }
           },
           {
+            ...access.read,
             detail: {
+              ...access.readDocs,
               tags,
               summary: 'List users (v2: cursor and filters)',
               description:
@@ -179,9 +186,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     .post(
       '/users',
       async ({ body, request, set }) => {
+        access.mayWrite(set)
         const key = idempotencyKeyOf(request)
+        const scope = `${principalKey(principalOf(set))}:POST /users`
         const fingerprint = key === null ? '' : idempotency.fingerprint(body)
-        const earlier = key === null ? null : idempotency.lookup(CREATE_SCOPE, key, fingerprint)
+        const earlier = key === null ? null : idempotency.lookup(scope, key, fingerprint)
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
@@ -192,7 +201,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           set.headers.location = `${listPath}/${user.id}`
           return toView(user)
         }
-        const { replayed, answer } = idempotency.once(CREATE_SCOPE, key, fingerprint, () => {
+        const { replayed, answer } = idempotency.once(scope, key, fingerprint, () => {
           const user = create()
           return {
             status: 201,
@@ -203,9 +212,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         return replayed ? replay(answer) : answerWith(answer)
       },
       {
+        ...access.write,
         parse: jsonBody(),
         body: CreateUserBody,
         detail: {
+          ...access.writeDocs,
           tags,
           summary: 'Create a user',
           responses: documented({
@@ -236,7 +247,9 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         return toView(user)
       },
       {
+        ...access.read,
         detail: {
+          ...access.readDocs,
           tags,
           summary: 'Get a user',
           responses: documented({ 200: UserView, ...errorResponses('NOT_FOUND') }),
@@ -248,6 +261,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       '/users/:id',
       async ({ params, body, request, set }) => {
         const id = parseUserId(params.id)
+        access.mayWrite(set, id)
         const passwordHash =
           body.password === undefined ? undefined : await hashPassword(body.password)
         const user = users.update(
@@ -262,9 +276,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         return toView(user)
       },
       {
+        ...access.write,
         parse: jsonBody(),
         body: ReplaceUserBody,
         detail: {
+          ...access.writeDocs,
           tags,
           summary: 'Replace a user',
           responses: documented(WRITE_RESPONSES),
@@ -277,6 +293,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       '/users/:id',
       async ({ params, body, request, set }) => {
         const id = parseUserId(params.id)
+        access.mayWrite(set, id)
         const passwordHash =
           body.password === undefined ? undefined : await hashPassword(body.password)
         const user = users.update(
@@ -288,9 +305,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         return toView(user)
       },
       {
+        ...access.write,
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
         body: PatchUserBody,
         detail: {
+          ...access.writeDocs,
           tags,
           summary: 'Update some fields of a user',
           responses: documented(WRITE_RESPONSES),
@@ -301,17 +320,23 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     )
     .delete(
       '/users/:id',
-      ({ params, request }) => {
+      ({ params, request, set }) => {
         const id = parseUserId(params.id)
+        access.mayWrite(set, id)
         users.remove(id, { ifMatch: request.headers.get('if-match') })
         return { id, deleted: true as const }
       },
       {
-        response: { 200: DeletedUser, ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED') },
+        ...access.write,
         detail: {
+          ...access.writeDocs,
           tags,
           summary: 'Delete a user',
           description: 'If-Match that does not match is 412.',
+          responses: documented({
+            200: DeletedUser,
+            ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED'),
+          }),
         },
       },
     )
@@ -328,8 +353,42 @@ function v2Targets(limit: number, result: SearchResult, nextCursor: string | nul
   }
 }
 
-// Until credentials exist every caller is anonymous; keys are also scoped to the route.
-const CREATE_SCOPE = 'anonymous:POST /users'
+const ANY_CREDENTIAL: Record<string, string[]>[] = [
+  { basic: [] },
+  { bearer: [] },
+  { session: [] },
+  { apiKeyHeader: [] },
+  { apiKeyQuery: [] },
+]
+
+/**
+ * The --users-access rule. `open`: no credential is asked for. `protected`: reads need any
+ * valid credential; creating a user needs an API key; changing or deleting one needs an API
+ * key or that user's own credential (403 otherwise).
+ */
+function usersAccess(mode: 'open' | 'protected') {
+  const isProtected = mode === 'protected'
+  const guard = isProtected ? { auth: { schemes: ANY_SCHEME } } : {}
+  const docs = isProtected ? { security: ANY_CREDENTIAL } : {}
+  return {
+    read: guard,
+    write: guard,
+    readDocs: docs,
+    writeDocs: docs,
+    mayWrite(set: object, targetId?: number): void {
+      if (!isProtected) return
+      const principal = principalOf(set)
+      if (principal?.kind === 'apiKey') return
+      if (principal?.kind === 'user' && principal.userId === targetId) return
+      throw new AppError(
+        'FORBIDDEN',
+        targetId === undefined
+          ? 'Creating users needs an API key'
+          : 'Only the user itself or an API key may change this record',
+      )
+    },
+  }
+}
 
 /** A stored answer as a Response: the first answer to a key, and every replay of it. */
 function answerWith(answer: StoredAnswer, extra: Record<string, string> = {}): Response {

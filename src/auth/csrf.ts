@@ -1,0 +1,57 @@
+import { Elysia } from 'elysia'
+import type { Config } from '../config'
+import { cameOverTls } from '../http/client'
+import { AppError } from '../http/errors'
+import { pathOf } from '../http/route-table'
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+/** What an HTML form (or a no-preflight fetch) can send without the site's consent. */
+const FORM_TYPES = new Set([
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'text/plain',
+])
+const FORM_TARGETS = /^(?:\/v[12])?\/(?:login|upload)\/?$/
+const SESSION_COOKIE = /(?:^|;\s*)session=/
+
+/**
+ * CSRF refusal (403) for the requests a hostile page could make a browser send: any unsafe
+ * request that carries the session cookie, and any form post to /login or /upload. They are
+ * let through when they come from the service's own origin or a --cors-origins one (by
+ * Origin, else by Sec-Fetch-Site), and when they carry neither header (curl, servers: no
+ * browser, so no one else's cookies).
+ */
+export function csrfGuard(config: Config) {
+  const listed = new Set(config.corsOrigins === '*' ? [] : config.corsOrigins)
+  return new Elysia({ name: 'csrf' }).onRequest(function refuseCrossSite({ request }) {
+    if (SAFE_METHODS.has(request.method)) return
+    const headers = request.headers
+    const withSession = SESSION_COOKIE.test(headers.get('cookie') ?? '')
+    if (!withSession && !isFormPostToLoginOrUpload(request)) return
+    const origin = headers.get('origin')
+    if (origin !== null) {
+      if (origin === ownOrigin(request, config) || listed.has(origin)) return
+      throw forbidden()
+    }
+    if (headers.get('sec-fetch-site') === 'cross-site') throw forbidden()
+  })
+}
+
+function isFormPostToLoginOrUpload(request: Request): boolean {
+  const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]?.trim().toLowerCase()
+  return type !== undefined && FORM_TYPES.has(type) && FORM_TARGETS.test(pathOf(request.url))
+}
+
+/** --public-url's origin, else the request's own scheme (as the proxy says, if trusted) and host. */
+function ownOrigin(request: Request, config: Config): string {
+  if (config.publicUrl !== null) return new URL(config.publicUrl).origin
+  const host = new URL(request.url).host
+  return `${cameOverTls(request, config.trustProxy) ? 'https' : 'http'}://${host}`
+}
+
+function forbidden(): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    'Cross-site request refused: it carries a session cookie or is a form post, and comes from another origin',
+  )
+}

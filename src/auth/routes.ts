@@ -1,0 +1,288 @@
+import { Elysia } from 'elysia'
+import type { Deps } from '../deps'
+import { clientIp } from '../http/client'
+import { AppError, notFound, validationFailed } from '../http/errors'
+import { jsonBody } from '../http/json-body'
+import { documented, errorResponses } from '../http/openapi-schemas'
+import { linkHeader, offsetTargets, readPage } from '../http/pagination'
+import { QueryReader } from '../http/query'
+import { publicBaseUrl } from '../http/request-context'
+import { fieldDetail } from '../http/validation'
+import type { User } from '../users/schema'
+import { toView } from '../users/service'
+import { dummyHash, tooManyAttempts } from './authenticator'
+import { clearSessionCookie, sessionCookie, writeSessionCookie } from './cookies'
+import { loginBody } from './login-body'
+import { verifyPassword } from './passwords'
+import { authPlugin, isSecure } from './plugin'
+import { principalOf } from './principal'
+import {
+  ApiKeyPage,
+  CreateApiKeyBody,
+  CreatedApiKey,
+  DataAnswer,
+  LoginAnswer,
+  LoginBody,
+  RevokedApiKey,
+  SecureAnswer,
+} from './schema'
+import { ACCESS_TOKEN_TTL_MS } from './sessions'
+
+const tags = ['credentials']
+const NO_STORE = 'no-store'
+const KEY_ID = /^[1-9][0-9]{0,15}$/
+
+/** /login, /logout, /me, /secure, /data and /api-keys under one prefix. */
+export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
+  const { users, credentials, apiKeys, limiter, config } = deps
+  const listPath = `${prefix}/api-keys`
+
+  /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
+  const userRecord = (userId: number): User => {
+    const user = users.get(userId)
+    if (user === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
+    return toView(user)
+  }
+
+  /** The caller's record: read along with the credential when it could be, else by id. */
+  const callerRecord = (set: object): User => {
+    const principal = principalOf(set)
+    if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'This route needs a user')
+    return principal.user === undefined ? userRecord(principal.userId) : toView(principal.user)
+  }
+
+  return new Elysia({ prefix })
+    .use(authPlugin(deps))
+    .post(
+      '/login',
+      async ({ body, request, server, cookie, set }) => {
+        const { address, password } = signInFields(body)
+        const ip = clientIp(request, server, config.trustProxy)
+        const wait = limiter.retryAfter(address, ip)
+        if (wait > 0) throw tooManyAttempts(wait)
+        const user = users.byEmail(address)
+        // An unknown email still costs one verification, so both failures take as long.
+        const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+        if (user === null || user.passwordHash === null || !ok) {
+          limiter.recordFailure(address, ip)
+          throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
+        }
+        limiter.recordSuccess(address)
+        const issued = credentials.issue(user.id)
+        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, deps))
+        set.headers['cache-control'] = NO_STORE
+        return {
+          user: userRecord(user.id),
+          access_token: issued.accessToken,
+          token_type: 'Bearer' as const,
+          expires_in: ACCESS_TOKEN_TTL_MS / 1000,
+        }
+      },
+      {
+        parse: loginBody(),
+        body: LoginBody,
+        detail: {
+          tags,
+          summary: 'Sign in',
+          description:
+            'A form (also JSON or multipart) with email, username or login, and password or pass. Answers a bearer token (1 h) and sets the session cookie (7 days, renewed on use). A wrong email and a wrong password get the same 401. After 10 failures for one address or 50 from one IP within 15 minutes, 429 with Retry-After, even for the right password.',
+          responses: documented({
+            200: LoginAnswer,
+            ...errorResponses(
+              'BAD_REQUEST',
+              'INVALID_CREDENTIALS',
+              'FORBIDDEN',
+              'PAYLOAD_TOO_LARGE',
+              'UNSUPPORTED_MEDIA_TYPE',
+              'VALIDATION_ERROR',
+              'RATE_LIMITED',
+            ),
+          }),
+        },
+      },
+    )
+    .post(
+      '/logout',
+      ({ request, set, cookie }) => {
+        const principal = principalOf(set)
+        if (principal?.kind === 'user' && principal.secret !== undefined) {
+          if (principal.scheme === 'bearer') credentials.revokeAccessToken(principal.secret)
+          if (principal.scheme === 'session') credentials.revokeSession(principal.secret)
+        }
+        // A cookie sent along with a bearer token was presented too: it ends as well.
+        const session = sessionCookie(cookie)
+        if (typeof session.value === 'string' && session.value !== '') {
+          credentials.revokeSession(session.value)
+        }
+        clearSessionCookie(session, isSecure(request, deps))
+        set.status = 204
+        return ''
+      },
+      {
+        auth: { schemes: ['bearer', 'session'] },
+        detail: {
+          tags,
+          summary: 'Sign out',
+          description:
+            'Revokes the bearer token or session that was presented and clears the cookie. 204.',
+          security: [{ bearer: [] }, { session: [] }],
+          responses: documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN')),
+        },
+      },
+    )
+    .get('/me', ({ set }) => callerRecord(set), {
+      auth: { schemes: ['bearer', 'session'] },
+      detail: {
+        tags,
+        summary: 'The caller’s own record',
+        security: [{ bearer: [] }, { session: [] }],
+        responses: documented({
+          200: LoginAnswer.properties.user,
+          ...errorResponses('UNAUTHORIZED'),
+        }),
+      },
+    })
+    .get('/secure', ({ set }) => ({ authenticated: true as const, user: callerRecord(set) }), {
+      auth: { schemes: ['basic'] },
+      detail: {
+        tags,
+        summary: 'Protected content (HTTP Basic)',
+        description:
+          'Basic email:password. A verified credential is remembered for a minute (keyed by a hash), so argon2 does not run on every request; a password change drops it.',
+        security: [{ basic: [] }],
+        responses: documented({
+          200: SecureAnswer,
+          ...errorResponses('UNAUTHORIZED', 'RATE_LIMITED'),
+        }),
+      },
+    })
+    .get(
+      '/data',
+      ({ set }) => {
+        const principal = principalOf(set)
+        const key =
+          principal?.kind === 'apiKey' ? { id: principal.keyId, name: principal.name } : null
+        return { data: deps.counts(), key }
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'Service data (API key)',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            200: DataAnswer,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED'),
+          }),
+        },
+      },
+    )
+    .post(
+      '/api-keys',
+      ({ body, set }) => {
+        set.status = 201
+        set.headers['cache-control'] = NO_STORE
+        return apiKeys.create(body.name.trim())
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        parse: jsonBody(),
+        body: CreateApiKeyBody,
+        detail: {
+          tags,
+          summary: 'Create an API key',
+          description: 'The key is in this answer only; roster keeps its SHA-256.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            201: CreatedApiKey,
+            ...errorResponses(
+              'BAD_REQUEST',
+              'UNAUTHORIZED',
+              'PAYLOAD_TOO_LARGE',
+              'UNSUPPORTED_MEDIA_TYPE',
+              'VALIDATION_ERROR',
+            ),
+          }),
+        },
+      },
+    )
+    .get(
+      '/api-keys',
+      ({ request, set }) => {
+        const query = new QueryReader(request.url)
+        const page = readPage(query)
+        query.assertValid()
+        const { data, total } = apiKeys.list(page)
+        const pagination = { ...page, total }
+        set.headers['x-total-count'] = String(total)
+        set.headers.link = linkHeader({
+          base: publicBaseUrl(request, config.publicUrl),
+          path: listPath,
+          limit: page.limit,
+          targets: offsetTargets(pagination),
+        })
+        return { data, pagination }
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'List API keys',
+          description: 'Active keys, oldest first, paginated like /users.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            200: ApiKeyPage,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
+          }),
+        },
+      },
+    )
+    .delete(
+      '/api-keys/:id',
+      ({ params }) => {
+        const id = KEY_ID.test(params.id) ? Number(params.id) : 0
+        if (id === 0 || !Number.isSafeInteger(id) || !apiKeys.revoke(id)) {
+          throw notFound('No active API key with this id')
+        }
+        return { id, revoked: true as const }
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'Revoke an API key',
+          description: 'The key is refused from the next request on.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            200: RevokedApiKey,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'NOT_FOUND'),
+          }),
+        },
+      },
+    )
+}
+
+/**
+ * The identifier (email, username or login: the first one given) and the secret (password or
+ * pass); 422 naming what is missing. The password is never echoed.
+ */
+function signInFields(body: Record<string, string | undefined>): {
+  address: string
+  password: string
+} {
+  const identifier = body.email ?? body.username ?? body.login
+  const password = body.password ?? body.pass
+  const problems = []
+  if (identifier === undefined || identifier.trim() === '') {
+    problems.push(
+      fieldDetail('email', 'is required (as email, username or login)', identifier || undefined),
+    )
+  }
+  if (password === undefined || password === '') {
+    problems.push({ field: 'password', message: 'is required (as password or pass)' })
+  }
+  if (problems.length > 0 || identifier === undefined || password === undefined) {
+    throw validationFailed(problems)
+  }
+  return { address: identifier.trim().toLowerCase(), password }
+}
