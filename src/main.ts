@@ -1,6 +1,8 @@
+import * as keys from './cli/keys'
 import * as migrate from './cli/migrate'
 import * as openapi from './cli/openapi'
 import * as serve from './cli/serve'
+import * as users from './cli/users'
 import { ConfigError } from './config'
 import { DatabaseOpenError } from './db/client'
 import { DataDirError, VERSION } from './deps'
@@ -15,6 +17,8 @@ Commands:
   serve      start the server (the default when no command is given)
   migrate    apply the embedded database migrations and exit
   openapi    print the OpenAPI document
+  keys       create, list or revoke API keys (roster keys --help)
+  users      create a user, e.g. the first one (roster users --help)
 
 Flags:
   -h, --help     show help (also after a command: roster serve --help)
@@ -28,6 +32,8 @@ const COMMANDS: Record<string, Command> = {
   serve: serve.run,
   migrate: migrate.run,
   openapi: openapi.run,
+  keys: keys.run,
+  users: users.run,
 }
 
 /** Failures a user can act on: one line, no stack. */
