@@ -32,8 +32,31 @@ describe('/swagger', () => {
     using t = makeTestApp()
     const doc = (await t.get('/swagger/json')).body
     expect(doc.openapi).toStartWith('3.')
+    const unversioned = [
+      '/health',
+      '/users',
+      '/users/{id}',
+      '/login',
+      '/logout',
+      '/me',
+      '/secure',
+      '/data',
+      '/api-keys',
+      '/api-keys/{id}',
+    ]
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/health', '/users', '/users/{id}', '/v2/health', '/v2/users', '/v2/users/{id}'].sort(),
+      [...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
+    )
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([
+      'apiKeyHeader',
+      'apiKeyQuery',
+      'basic',
+      'bearer',
+      'session',
+    ])
+    expect(doc.paths['/me'].get.security).toEqual([{ bearer: [] }, { session: [] }])
+    expect(doc.paths['/login'].post.requestBody.content).toHaveProperty(
+      'application/x-www-form-urlencoded',
     )
     expect(doc.paths['/v2/users'].get.parameters.map((p: { name: string }) => p.name)).toContain(
       'cursor',

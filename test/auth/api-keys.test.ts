@@ -1,0 +1,105 @@
+import { describe, expect, test } from 'bun:test'
+import { expectEnvelope, makeTestApp } from '../helpers/app'
+import { apiKey, signedIn } from '../helpers/auth'
+
+describe('/api-keys', () => {
+  test('POST creates a key, shown once; only its hash is stored', async () => {
+    using t = makeTestApp()
+    const admin = apiKey(t, 'admin')
+    const reply = await t.post(
+      '/api-keys',
+      { name: ' deploy bot ' },
+      { headers: { 'x-api-key': admin } },
+    )
+    expect(reply.status).toBe(201)
+    expect(reply.body).toEqual({
+      id: 2,
+      name: 'deploy bot',
+      prefix: reply.body.key.slice(0, 11),
+      key: expect.stringMatching(/^rk_[A-Za-z0-9_-]{43}$/),
+      created_at: expect.any(String),
+    })
+    expect(reply.headers.get('cache-control')).toBe('no-store')
+    const dump = JSON.stringify(t.deps.db.$client.query('SELECT * FROM api_keys').all())
+    expect(dump).not.toContain(reply.body.key)
+    expect(dump).not.toContain(admin)
+    expect((await t.get('/data', { headers: { 'x-api-key': reply.body.key } })).status).toBe(200)
+  })
+
+  test('GET lists active keys with the list envelope, X-Total-Count and Link, never the key', async () => {
+    using t = makeTestApp()
+    const admin = apiKey(t, 'admin')
+    for (let i = 0; i < 4; i++) t.deps.apiKeys.create(`k${i}`)
+    t.deps.apiKeys.revoke(3)
+    const reply = await t.get('/api-keys?limit=2&offset=2', { headers: { 'x-api-key': admin } })
+    expect(reply.status).toBe(200)
+    expect(reply.body.pagination).toEqual({ limit: 2, offset: 2, total: 4 })
+    expect(reply.body.data.map((k: { name: string }) => k.name)).toEqual(['k2', 'k3'])
+    expect(Object.keys(reply.body.data[0]).sort()).toEqual([
+      'created_at',
+      'id',
+      'last_used_at',
+      'name',
+      'prefix',
+    ])
+    expect(reply.headers.get('x-total-count')).toBe('4')
+    expect(reply.headers.get('link')).toContain('rel="prev"')
+    expectEnvelope(
+      await t.get('/api-keys?limit=500', { headers: { 'x-api-key': admin } }),
+      422,
+      'VALIDATION_ERROR',
+    )
+  })
+
+  test('DELETE revokes; an unknown, already revoked or malformed id is 404', async () => {
+    using t = makeTestApp()
+    const admin = apiKey(t, 'admin')
+    t.deps.apiKeys.create('other')
+    const headers = { 'x-api-key': admin }
+    expect((await t.call('DELETE', '/api-keys/2', { headers })).body).toEqual({
+      id: 2,
+      revoked: true,
+    })
+    for (const id of ['2', '99', 'abc', '0', '1.5', '99999999999999999999']) {
+      expectEnvelope(await t.call('DELETE', `/api-keys/${id}`, { headers }), 404, 'NOT_FOUND')
+    }
+  })
+
+  test('POST validates the name and the body like /users', async () => {
+    using t = makeTestApp()
+    const headers = { 'x-api-key': apiKey(t) }
+    expectEnvelope(await t.post('/api-keys', {}, { headers }), 422, 'VALIDATION_ERROR')
+    expectEnvelope(await t.post('/api-keys', { name: '' }, { headers }), 422, 'VALIDATION_ERROR')
+    expectEnvelope(
+      await t.post('/api-keys', { name: 'x', extra: 1 }, { headers }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.call('POST', '/api-keys', {
+        body: 'name=x',
+        headers: { ...headers, 'content-type': 'text/plain' },
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    )
+  })
+
+  test('every route needs an API key: a user credential is not enough, and 401 comes before 422', async () => {
+    using t = makeTestApp()
+    const { token } = await signedIn(t)
+    for (const [method, path] of [
+      ['POST', '/api-keys'],
+      ['GET', '/api-keys'],
+      ['DELETE', '/api-keys/1'],
+    ] as const) {
+      const reply = await t.call(method, path, {
+        json: method === 'POST' ? { bad: true } : undefined,
+        headers: { authorization: `Bearer ${token}` },
+      })
+      expectEnvelope(reply, 401, 'UNAUTHORIZED')
+      expect(reply.headers.get('www-authenticate')).toBe('ApiKey')
+    }
+    expectEnvelope(await t.post('/api-keys', { bad: true }), 401, 'UNAUTHORIZED')
+  })
+})
