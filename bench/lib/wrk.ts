@@ -34,6 +34,8 @@ export async function runWrk(options: {
   duration: number
   connections: number
   seeded: number
+  /** More wrk arguments, e.g. ['-H', 'Authorization: …']. */
+  extra?: string[]
 }): Promise<WrkResult> {
   const command = pinned(1, [
     'wrk',
@@ -42,6 +44,7 @@ export async function runWrk(options: {
     `-d${options.duration}s`,
     '--latency',
     ...(options.script ? ['-s', join(import.meta.dir, '../wrk', options.script)] : []),
+    ...(options.extra ?? []),
     `${options.url}${options.path}`,
   ])
   const proc = Bun.spawn(command, {
