@@ -56,9 +56,7 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
   }
   const clock = () => now().getTime()
   const idempotency = createIdempotencyStore(db, clock)
-  idempotency.purgeExpired()
   const credentials = createCredentialStore(db, clock)
-  credentials.purgeExpired()
   const apiKeys = createApiKeyService(db, now)
   const limiter = new LoginLimiter(clock)
   const users = createUserService(db, now, { onPasswordChange: credentials.revokeAllForUser })
@@ -70,7 +68,7 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     basicCache: new BasicCache(clock),
     limiter,
   })
-  return {
+  const deps: Deps = {
     config,
     db,
     log,
@@ -87,6 +85,14 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     // Uploads and webhook events have no tables yet; their counts come with those features.
     counts: () => ({ users: users.count(), uploads: 0, webhook_events: 0 }),
   }
+  purgeExpired(deps)
+  return deps
+}
+
+/** Deletes what has expired: sessions, access tokens, idempotency answers. Run at start and hourly. */
+export function purgeExpired(deps: Deps): void {
+  deps.credentials.purgeExpired()
+  deps.idempotency.purgeExpired()
 }
 
 function prepareDirectory(path: string): void {

@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import { createApp } from './app'
 import type { Config } from './config'
-import { type Deps, makeDeps } from './deps'
+import { type Deps, makeDeps, purgeExpired } from './deps'
 import { AccessLog } from './http/access-log'
 import { errorResponse } from './http/error-handler'
 import { AppError } from './http/errors'
@@ -10,6 +10,8 @@ import type { Logger } from './log'
 
 /** Bun refuses larger bodies itself with a bare 413; roster's own limits sit below this. */
 const MAX_REQUEST_BODY = 4 * 1024 ** 3
+/** Expired sessions, tokens and idempotency answers are deleted this often. */
+const PURGE_INTERVAL_MS = 60 * 60 * 1000
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 10_000
 
@@ -50,10 +52,13 @@ export function startServer(config: Config, log: Logger): RunningServer {
     throw new ServerStartError(describeListenFailure(config, error))
   }
   const server = app.server as Server<unknown>
+  const housekeeping = setInterval(() => purgeExpired(deps), PURGE_INTERVAL_MS)
+  housekeeping.unref()
 
   let stopping: Promise<void> | null = null
   const stop = () => {
     stopping ??= (async () => {
+      clearInterval(housekeeping)
       const closed = server.stop(false)
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
       while (server.pendingRequests > 0 && Date.now() < deadline) await Bun.sleep(5)

@@ -279,3 +279,19 @@ describe('API key on /data', () => {
     await expect401(t, '/data', { 'x-api-key': doomed.key }, 'ApiKey')
   })
 })
+
+describe('housekeeping', () => {
+  test('purgeExpired deletes expired sessions and tokens, and keeps live ones', async () => {
+    const { purgeExpired } = await import('../../src/deps')
+    using t = clockedApp()
+    await signedIn(t)
+    const count = (table: string) =>
+      t.deps.db.$client.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()?.n
+    t.clock.now += 2 * HOUR
+    purgeExpired(t.deps)
+    expect([count('sessions'), count('access_tokens')]).toEqual([1, 0])
+    t.clock.now += 8 * 24 * HOUR
+    purgeExpired(t.deps)
+    expect([count('sessions'), count('access_tokens')]).toEqual([0, 0])
+  })
+})
