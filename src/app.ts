@@ -11,6 +11,7 @@ import { jsonResponses } from './http/json-response'
 import { requestContext } from './http/request-context'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
+import { uploadRoutes } from './uploads/routes'
 import { type ApiVersion, usersRoutes } from './users/routes'
 
 /** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
@@ -45,6 +46,7 @@ export function createApp(
     app.use(healthRoutes(deps, VERSION, prefix))
     app.use(usersRoutes(deps, prefix, version))
     app.use(authRoutes(deps, prefix))
+    app.use(uploadRoutes(deps, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)

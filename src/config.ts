@@ -12,6 +12,9 @@ export interface Config {
   readonly usersAccess: 'open' | 'protected'
   readonly cookieSecure: boolean
   readonly trustProxy: boolean
+  readonly maxFileSize: number
+  readonly maxFiles: number
+  readonly maxUploadSize: number
 }
 
 /** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
@@ -123,6 +126,33 @@ export const SERVE_OPTIONS = [
     parse: (text, source) => oneOf(text, source, ['open', 'protected'] as const),
   }),
   option({
+    key: 'maxFileSize',
+    fallback: () => 100 * MIB,
+    flag: 'max-file-size',
+    env: ['ROSTER_MAX_FILE_SIZE'],
+    defaultText: '100MiB',
+    help: 'largest file in an upload (bytes, or with KiB, MiB, GiB)',
+    parse: parseSize,
+  }),
+  option({
+    key: 'maxFiles',
+    fallback: () => 20,
+    flag: 'max-files',
+    env: ['ROSTER_MAX_FILES'],
+    defaultText: '20',
+    help: 'most files in one upload',
+    parse: (text, source) => parseIntegerIn(text, source, 1, 10_000),
+  }),
+  option({
+    key: 'maxUploadSize',
+    fallback: () => GIB,
+    flag: 'max-upload-size',
+    env: ['ROSTER_MAX_UPLOAD_SIZE'],
+    defaultText: '1GiB',
+    help: 'most bytes of files in one upload (bytes, or with KiB, MiB, GiB)',
+    parse: parseSize,
+  }),
+  option({
     key: 'cookieSecure',
     fallback: () => false,
     boolean: true,
@@ -191,6 +221,22 @@ function oneOf<const T extends string>(text: string, source: string, allowed: re
   const match = allowed.find((value) => value === lower)
   if (match === undefined) throw invalid(source, text, allowed.join(' or '))
   return match
+}
+
+const KIB = 1024
+const MIB = 1024 * KIB
+const GIB = 1024 * MIB
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: KIB, mib: MIB, gib: GIB }
+
+/** `1048576`, `512KiB`, `100MiB`, `1GiB` (case-insensitive, an optional space, whole numbers). */
+export function parseSize(text: string, source: string): number {
+  const match = /^([0-9]{1,15}) ?([a-z]*)$/i.exec(text.trim())
+  const unit = SIZE_UNITS[(match?.[2] ?? 'x').toLowerCase()]
+  const value = match === null || unit === undefined ? Number.NaN : Number(match[1]) * unit
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw invalid(source, text, 'a size in bytes, or with KiB, MiB or GiB, such as 100MiB')
+  }
+  return value
 }
 
 function parseBoolean(text: string, source: string): boolean {

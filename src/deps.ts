@@ -11,6 +11,8 @@ import { DatabaseOpenError, type Db, openDatabase } from './db/client'
 import { runMigrations } from './db/migrate'
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
+import { createUploadService, type UploadService } from './uploads/service'
+import { UploadStorage } from './uploads/storage'
 import { createUserService, type UserService } from './users/service'
 
 export const VERSION: string = pkg.version
@@ -30,6 +32,8 @@ export interface Deps {
   readonly apiKeys: ApiKeyService
   readonly limiter: LoginLimiter
   readonly authenticator: Authenticator
+  readonly uploadStorage: UploadStorage
+  readonly uploads: UploadService
   /** Row counts for GET /data. */
   counts(): { users: number; uploads: number; webhook_events: number }
 }
@@ -60,6 +64,8 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
   const apiKeys = createApiKeyService(db, now)
   const limiter = new LoginLimiter(clock)
   const users = createUserService(db, now, { onPasswordChange: credentials.revokeAllForUser })
+  const uploadStorage = new UploadStorage(uploadDir)
+  const uploads = createUploadService(db, uploadStorage, now)
   const authenticator = createAuthenticator({
     config,
     credentials,
@@ -82,9 +88,13 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     apiKeys,
     limiter,
     authenticator,
-    // Uploads and webhook events have no tables yet; their counts come with those features.
-    counts: () => ({ users: users.count(), uploads: 0, webhook_events: 0 }),
+    uploadStorage,
+    uploads,
+    // Webhook events have no table yet; their count comes with that feature.
+    counts: () => ({ users: users.count(), uploads: uploads.count(), webhook_events: 0 }),
   }
+  const swept = uploads.sweep()
+  if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
   purgeExpired(deps)
   return deps
 }

@@ -8,8 +8,12 @@ import { AppError } from './http/errors'
 import { RouteTable } from './http/route-table'
 import type { Logger } from './log'
 
-/** Bun refuses larger bodies itself with a bare 413; roster's own limits sit below this. */
-const MAX_REQUEST_BODY = 4 * 1024 ** 3
+/**
+ * Bun answers bodies over its own limit with a bare 413 before roster sees them, so that limit
+ * sits far above roster's (JSON 1 MiB, uploads --max-upload-size), which roster enforces itself
+ * with the error envelope: by Content-Length up front, and by counting streamed bytes.
+ */
+const MAX_REQUEST_BODY = Number.MAX_SAFE_INTEGER
 /** Expired sessions, tokens and idempotency answers are deleted this often. */
 const PURGE_INTERVAL_MS = 60 * 60 * 1000
 /** How long shutdown waits for in-flight requests before closing their connections. */

@@ -15,6 +15,9 @@ describe('loadConfig', () => {
       usersAccess: 'open',
       cookieSecure: false,
       trustProxy: false,
+      maxFileSize: 100 * 1024 * 1024,
+      maxFiles: 20,
+      maxUploadSize: 1024 * 1024 * 1024,
     })
   })
 
@@ -45,6 +48,13 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { ROSTER_USERS_ACCESS: 'Protected' }).usersAccess).toBe('protected')
   })
 
+  test('sizes: bytes, or KiB/MiB/GiB in any case', () => {
+    expect(loadConfig({ 'max-file-size': '1048576' }, {}).maxFileSize).toBe(1048576)
+    expect(loadConfig({ 'max-file-size': '512KiB' }, {}).maxFileSize).toBe(512 * 1024)
+    expect(loadConfig({}, { ROSTER_MAX_UPLOAD_SIZE: '2 gib' }).maxUploadSize).toBe(2 * 1024 ** 3)
+    expect(loadConfig({ 'max-files': '3' }, {}).maxFiles).toBe(3)
+  })
+
   test('public URL keeps a path and drops the trailing slash', () => {
     expect(loadConfig({ 'public-url': 'https://x.example.com/api/' }, {}).publicUrl).toBe(
       'https://x.example.com/api',
@@ -63,6 +73,10 @@ describe('loadConfig', () => {
     [{ host: 'bad host' }, {}, '--host'],
     [{ 'users-access': 'closed' }, {}, '--users-access'],
     [{}, { ROSTER_TRUST_PROXY: 'maybe' }, 'ROSTER_TRUST_PROXY'],
+    [{ 'max-file-size': '10MB' }, {}, '--max-file-size'],
+    [{ 'max-file-size': '1.5MiB' }, {}, '--max-file-size'],
+    [{ 'max-file-size': '0' }, {}, '--max-file-size'],
+    [{ 'max-files': '0' }, {}, '--max-files'],
   ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)

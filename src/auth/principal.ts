@@ -5,6 +5,15 @@ export type Scheme = 'basic' | 'bearer' | 'session' | 'apiKey'
 
 export const ANY_SCHEME: readonly Scheme[] = ['basic', 'bearer', 'session', 'apiKey']
 
+/** OpenAPI `security` for a route that takes any credential (the names of docs/routes.ts). */
+export const ANY_CREDENTIAL_SECURITY: Record<string, string[]>[] = [
+  { basic: [] },
+  { bearer: [] },
+  { session: [] },
+  { apiKeyHeader: [] },
+  { apiKeyQuery: [] },
+]
+
 /** Who is calling: a user (through one of the user schemes) or an API key. */
 export type Principal =
   | {

@@ -97,3 +97,41 @@ export const apiKeys = sqliteTable('api_keys', {
   lastUsedAt: text('last_used_at'),
   revokedAt: text('revoked_at'),
 })
+
+/**
+ * An upload: one request's files with their description and visibility. The owner is the
+ * user or API key that sent credentials with it (none while /users is open and none were sent).
+ */
+export const uploads = sqliteTable(
+  'uploads',
+  {
+    id: text('id').primaryKey(),
+    description: text('description'),
+    isPublic: integer('public', { mode: 'boolean' }).notNull(),
+    ownerUserId: integer('owner_user_id').references(() => users.id, { onDelete: 'set null' }),
+    ownerKeyId: integer('owner_key_id').references(() => apiKeys.id, { onDelete: 'set null' }),
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [index('uploads_created_at_idx').on(table.createdAt)],
+)
+
+/**
+ * A stored file. It lives on disk under its own id (uploads/<id>); the client's filename is
+ * only metadata. `sha256` (hex) is computed while the file streams in, and is its ETag.
+ */
+export const files = sqliteTable(
+  'files',
+  {
+    id: text('id').primaryKey(),
+    uploadId: text('upload_id')
+      .notNull()
+      .references(() => uploads.id, { onDelete: 'cascade' }),
+    field: text('field').notNull(),
+    filename: text('filename').notNull(),
+    contentType: text('content_type').notNull(),
+    size: integer('size').notNull(),
+    sha256: text('sha256').notNull(),
+    position: integer('position').notNull(),
+  },
+  (table) => [index('files_upload_id_idx').on(table.uploadId)],
+)

@@ -34,6 +34,7 @@ export function docsRoutes(version: string) {
           tags: [
             { name: 'users', description: 'User records' },
             { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
+            { name: 'uploads', description: 'Files, streamed to disk' },
             { name: 'operations', description: 'Health and service information' },
           ],
           components: {

@@ -1,7 +1,7 @@
 import { type DocumentDecoration, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
 import { authPlugin } from '../auth/plugin'
-import { ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
+import { ANY_CREDENTIAL_SECURITY, ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
 import type { Deps } from '../deps'
 import { noneMatch } from '../http/conditional'
 import { AppError, notFound } from '../http/errors'
@@ -353,14 +353,6 @@ function v2Targets(limit: number, result: SearchResult, nextCursor: string | nul
   }
 }
 
-const ANY_CREDENTIAL: Record<string, string[]>[] = [
-  { basic: [] },
-  { bearer: [] },
-  { session: [] },
-  { apiKeyHeader: [] },
-  { apiKeyQuery: [] },
-]
-
 /**
  * The --users-access rule. `open`: no credential is asked for. `protected`: reads need any
  * valid credential; creating a user needs an API key; changing or deleting one needs an API
@@ -369,7 +361,7 @@ const ANY_CREDENTIAL: Record<string, string[]>[] = [
 function usersAccess(mode: 'open' | 'protected') {
   const isProtected = mode === 'protected'
   const guard = isProtected ? { auth: { schemes: ANY_SCHEME } } : {}
-  const docs = isProtected ? { security: ANY_CREDENTIAL } : {}
+  const docs = isProtected ? { security: ANY_CREDENTIAL_SECURITY } : {}
   return {
     read: guard,
     write: guard,

@@ -43,6 +43,9 @@ describe('/swagger', () => {
       '/data',
       '/api-keys',
       '/api-keys/{id}',
+      '/upload',
+      '/uploads/{id}',
+      '/files/{id}',
     ]
     expect(Object.keys(doc.paths).sort()).toEqual(
       [...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
@@ -137,5 +140,78 @@ describe('the OpenAPI document matches the real answers', () => {
       for (const [path, method, reply] of checks)
         await conforms(t, doc, prefix + path, method, reply)
     }
+  })
+
+  test('for the credential routes', async () => {
+    using t = makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { apiKey, basic, form, PASSWORD } = await import('../helpers/auth')
+    await t.post('/users', { name: 'Ada', email: 'ada@example.com', password: PASSWORD })
+    const key = { 'x-api-key': apiKey(t) }
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: PASSWORD }),
+    )
+    const bearer = { authorization: `Bearer ${login.body.access_token}` }
+    const checks: [string, string, Reply][] = [
+      ['/login', 'post', login],
+      [
+        '/login',
+        'post',
+        await t.call('POST', '/login', form({ email: 'ada@example.com', password: 'wrong' })),
+      ],
+      ['/login', 'post', await t.call('POST', '/login', form({}))],
+      ['/me', 'get', await t.get('/me', { headers: bearer })],
+      ['/me', 'get', await t.get('/me')],
+      [
+        '/secure',
+        'get',
+        await t.get('/secure', { headers: { authorization: basic('ada@example.com', PASSWORD) } }),
+      ],
+      ['/secure', 'get', await t.get('/secure')],
+      ['/data', 'get', await t.get('/data', { headers: key })],
+      ['/api-keys', 'post', await t.post('/api-keys', { name: 'n' }, { headers: key })],
+      ['/api-keys', 'get', await t.get('/api-keys', { headers: key })],
+      ['/api-keys/{id}', 'delete', await t.call('DELETE', '/api-keys/2', { headers: key })],
+      ['/api-keys/{id}', 'delete', await t.call('DELETE', '/api-keys/2', { headers: key })],
+      ['/logout', 'post', await t.call('POST', '/logout')],
+    ]
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for the upload routes', async () => {
+    using t = makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { multipartBody, multipartType } = await import('../helpers/multipart')
+    const send = (parts: { name: string; filename?: string; data: string }[]) =>
+      t.call('POST', '/upload', {
+        body: multipartBody(parts),
+        headers: { 'content-type': multipartType() },
+      })
+    const created = await send([{ name: 'file', filename: 'a.txt', data: 'a' }])
+    const checks: [string, string, Reply][] = [
+      ['/upload', 'post', created],
+      ['/upload', 'post', await send([{ name: 'description', data: 'no file' }])],
+      [
+        '/upload',
+        'post',
+        await t.call('POST', '/upload', { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      ],
+      ['/uploads/{id}', 'get', await t.get(`/uploads/${created.body.id}`)],
+      ['/uploads/{id}', 'get', await t.get('/uploads/upl_AAAAAAAAAAAAAAAAAAAAAA')],
+      ['/uploads/{id}', 'delete', await t.call('DELETE', `/uploads/${created.body.id}`)],
+    ]
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for /health when it fails (503)', async () => {
+    using t = makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { rmSync } = await import('node:fs')
+    rmSync(t.deps.uploadDir, { recursive: true })
+    const reply = await t.get('/health')
+    expect(reply.status).toBe(503)
+    await conforms(t, doc, '/health', 'get', reply)
   })
 })

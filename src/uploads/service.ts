@@ -1,0 +1,179 @@
+import type { Db } from '../db/client'
+import type { IncomingFile } from './multipart'
+import type { UploadStorage } from './storage'
+
+export interface Owner {
+  userId: number | null
+  keyId: number | null
+}
+
+export interface UploadRecord {
+  id: string
+  description: string | null
+  isPublic: boolean
+  owner: Owner
+  createdAt: string
+  files: FileRecord[]
+}
+
+export interface FileRecord {
+  id: string
+  field: string
+  filename: string
+  contentType: string
+  size: number
+  sha256: string
+}
+
+export interface StoredFile extends FileRecord {
+  uploadId: string
+  isPublic: boolean
+  owner: Owner
+}
+
+interface UploadRow {
+  id: string
+  description: string | null
+  public: number
+  owner_user_id: number | null
+  owner_key_id: number | null
+  created_at: string
+}
+
+interface FileRow {
+  id: string
+  upload_id: string
+  field: string
+  filename: string
+  content_type: string
+  size: number
+  sha256: string
+}
+
+export type UploadService = ReturnType<typeof createUploadService>
+
+/**
+ * Uploads over the database and the file store. Creating one inserts its rows and renames its
+ * files into place in one transaction: a file is in place before its row commits, so no row
+ * ever points at a missing file, and a file whose row did not commit (a crash in between) is
+ * deleted by the sweep at start.
+ */
+export function createUploadService(db: Db, storage: UploadStorage, now: () => Date) {
+  const sqlite = db.$client
+  const insertUpload = sqlite.query(
+    'INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  )
+  const insertFile = sqlite.query(
+    'INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+  const uploadById = sqlite.query<UploadRow, [string]>('SELECT * FROM uploads WHERE id = ?')
+  const filesOf = sqlite.query<FileRow, [string]>(
+    'SELECT * FROM files WHERE upload_id = ? ORDER BY position',
+  )
+  const fileById = sqlite.query<FileRow & Omit<UploadRow, 'id'>, [string]>(
+    'SELECT f.*, u.description, u.public, u.owner_user_id, u.owner_key_id, u.created_at FROM files f, uploads u WHERE f.id = ? AND u.id = f.upload_id',
+  )
+  const fileExists = sqlite.query<{ found: number }, [string]>(
+    'SELECT 1 AS found FROM files WHERE id = ?',
+  )
+  const deleteUpload = sqlite.query('DELETE FROM uploads WHERE id = ?')
+  const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
+
+  const toRecord = (row: UploadRow, files: FileRow[]): UploadRecord => ({
+    id: row.id,
+    description: row.description,
+    isPublic: row.public === 1,
+    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+    createdAt: row.created_at,
+    files: files.map(toFile),
+  })
+
+  return {
+    /** Registers an upload and places its files; on failure deletes them and registers nothing. */
+    create(input: {
+      id: string
+      description: string | null
+      isPublic: boolean
+      owner: Owner
+      files: readonly IncomingFile[]
+    }): UploadRecord {
+      const createdAt = now().toISOString()
+      try {
+        sqlite
+          .transaction(() => {
+            insertUpload.run(
+              input.id,
+              input.description,
+              input.isPublic ? 1 : 0,
+              input.owner.userId,
+              input.owner.keyId,
+              createdAt,
+            )
+            input.files.forEach((file, position) => {
+              insertFile.run(
+                file.fileId,
+                input.id,
+                file.field,
+                file.filename,
+                file.contentType,
+                file.size,
+                file.sha256,
+                position,
+              )
+            })
+            storage.place(input.files)
+          })
+          .immediate()
+      } catch (error) {
+        storage.discard(input.files.flatMap((file) => [file.tempPath, storage.pathOf(file.fileId)]))
+        throw error
+      }
+      const row = uploadById.get(input.id) as UploadRow
+      return toRecord(row, filesOf.all(input.id))
+    },
+
+    get(id: string): UploadRecord | null {
+      const row = uploadById.get(id)
+      return row === null ? null : toRecord(row, filesOf.all(id))
+    },
+
+    file(id: string): StoredFile | null {
+      const row = fileById.get(id)
+      if (row === null) return null
+      return {
+        ...toFile(row),
+        uploadId: row.upload_id,
+        isPublic: row.public === 1,
+        owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+      }
+    },
+
+    /** Deletes the upload's rows, then its files (a file left by a failed unlink is swept at start). */
+    remove(id: string): boolean {
+      const files = filesOf.all(id)
+      const removed = deleteUpload.run(id).changes > 0
+      if (removed) storage.discard(files.map((file) => storage.pathOf(file.id)))
+      return removed
+    },
+
+    count(): number {
+      return total.get()?.n ?? 0
+    },
+
+    /** Start-up clean-up of what a crash can leave behind. */
+    sweep(): number {
+      return storage.sweep((fileId) => fileExists.get(fileId) !== null)
+    },
+  }
+}
+
+function toFile(row: FileRow): FileRecord {
+  return {
+    id: row.id,
+    field: row.field,
+    filename: row.filename,
+    contentType: row.content_type,
+    size: row.size,
+    sha256: row.sha256,
+  }
+}
