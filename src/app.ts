@@ -13,6 +13,7 @@ import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { uploadRoutes } from './uploads/routes'
 import { type ApiVersion, usersRoutes } from './users/routes'
+import { webhookRoutes } from './webhooks/routes'
 
 /** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
 const MOUNTS: readonly (readonly ['' | '/v1' | '/v2', ApiVersion])[] = [
@@ -47,6 +48,7 @@ export function createApp(
     app.use(usersRoutes(deps, prefix, version))
     app.use(authRoutes(deps, prefix))
     app.use(uploadRoutes(deps, prefix))
+    app.use(webhookRoutes(deps, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)

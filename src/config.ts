@@ -15,6 +15,8 @@ export interface Config {
   readonly maxFileSize: number
   readonly maxFiles: number
   readonly maxUploadSize: number
+  /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
+  readonly webhookSecrets: readonly string[]
 }
 
 /** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
@@ -193,13 +195,14 @@ export function loadConfig(flags: Partial<Record<string, string | boolean>>, env
     values[spec.key] =
       envName !== undefined ? spec.parse(env[envName] as string, envName) : spec.fallback()
   }
+  values.webhookSecrets = parseSecrets(env.ROSTER_WEBHOOK_SECRET)
   return Object.freeze(values) as unknown as Config
 }
 
 /** The config a test or an embedded use gets when it names only what it cares about. */
 export function testConfig(overrides: Partial<Config> & { dataDir: string }): Config {
   const defaults = Object.fromEntries(SERVE_OPTIONS.map((spec) => [spec.key, spec.fallback()]))
-  return Object.freeze({ ...defaults, port: 0, ...overrides }) as Config
+  return Object.freeze({ ...defaults, webhookSecrets: [], port: 0, ...overrides }) as Config
 }
 
 function invalid(source: string, text: string, expected: string): ConfigError {
@@ -237,6 +240,19 @@ export function parseSize(text: string, source: string): number {
     throw invalid(source, text, 'a size in bytes, or with KiB, MiB or GiB, such as 100MiB')
   }
   return value
+}
+
+/**
+ * Webhook signing secrets come from the environment only: a flag would show them to anyone
+ * who can list processes.
+ */
+function parseSecrets(text: string | undefined): readonly string[] {
+  return Object.freeze(
+    (text ?? '')
+      .split(',')
+      .map((secret) => secret.trim())
+      .filter((secret) => secret !== ''),
+  )
 }
 
 function parseBoolean(text: string, source: string): boolean {

@@ -14,6 +14,9 @@ import type { Logger } from './log'
 import { createUploadService, type UploadService } from './uploads/service'
 import { UploadStorage } from './uploads/storage'
 import { createUserService, type UserService } from './users/service'
+import { builtInHandlers } from './webhooks/handlers'
+import { createWebhookInbox, type WebhookInbox } from './webhooks/inbox'
+import { WebhookWorker } from './webhooks/worker'
 
 export const VERSION: string = pkg.version
 
@@ -34,6 +37,7 @@ export interface Deps {
   readonly authenticator: Authenticator
   readonly uploadStorage: UploadStorage
   readonly uploads: UploadService
+  readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
   /** Row counts for GET /data. */
   counts(): { users: number; uploads: number; webhook_events: number }
 }
@@ -66,6 +70,8 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
   const users = createUserService(db, now, { onPasswordChange: credentials.revokeAllForUser })
   const uploadStorage = new UploadStorage(uploadDir)
   const uploads = createUploadService(db, uploadStorage, now)
+  const inbox = createWebhookInbox(db, now)
+  const worker = new WebhookWorker(inbox, db.$client, builtInHandlers(users), clock, log)
   const authenticator = createAuthenticator({
     config,
     credentials,
@@ -90,8 +96,12 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     authenticator,
     uploadStorage,
     uploads,
-    // Webhook events have no table yet; their count comes with that feature.
-    counts: () => ({ users: users.count(), uploads: uploads.count(), webhook_events: 0 }),
+    webhooks: { inbox, worker },
+    counts: () => ({
+      users: users.count(),
+      uploads: uploads.count(),
+      webhook_events: inbox.count(),
+    }),
   }
   const swept = uploads.sweep()
   if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)

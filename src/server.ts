@@ -56,6 +56,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
     throw new ServerStartError(describeListenFailure(config, error))
   }
   const server = app.server as Server<unknown>
+  deps.webhooks.worker.start()
   const housekeeping = setInterval(() => purgeExpired(deps), PURGE_INTERVAL_MS)
   housekeeping.unref()
 
@@ -68,6 +69,8 @@ export function startServer(config: Config, log: Logger): RunningServer {
       while (server.pendingRequests > 0 && Date.now() < deadline) await Bun.sleep(5)
       await Promise.race([closed, Bun.sleep(Math.max(0, deadline - Date.now()))])
       await server.stop(true)
+      // The handler in flight finishes; the rest stays in the inbox for the next start.
+      await deps.webhooks.worker.stop()
       await accessLog.close()
       deps.db.$client.close()
     })()

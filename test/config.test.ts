@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       maxFileSize: 100 * 1024 * 1024,
       maxFiles: 20,
       maxUploadSize: 1024 * 1024 * 1024,
+      webhookSecrets: [],
     })
   })
 
@@ -53,6 +54,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ 'max-file-size': '512KiB' }, {}).maxFileSize).toBe(512 * 1024)
     expect(loadConfig({}, { ROSTER_MAX_UPLOAD_SIZE: '2 gib' }).maxUploadSize).toBe(2 * 1024 ** 3)
     expect(loadConfig({ 'max-files': '3' }, {}).maxFiles).toBe(3)
+  })
+
+  test('webhook secrets: ROSTER_WEBHOOK_SECRET, comma-separated, blanks dropped', () => {
+    expect(
+      loadConfig({}, { ROSTER_WEBHOOK_SECRET: ' whsec_a , old-secret,,' }).webhookSecrets,
+    ).toEqual(['whsec_a', 'old-secret'])
   })
 
   test('public URL keeps a path and drops the trailing slash', () => {

@@ -10,6 +10,10 @@ Starts the HTTP server. Flags beat environment variables beat defaults.
 
 ${renderFlags(serveFlags())}
 
+Environment only (kept out of process listings):
+  ROSTER_WEBHOOK_SECRET   webhook signing secret(s), comma-separated while rotating; without
+                          one, every webhook delivery is refused (400)
+
 SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests finish
 (10 s at most), logs are flushed and the database is closed; the exit code is 0.`
 
@@ -35,6 +39,11 @@ export async function run(
     users_access: config.usersAccess,
     sync: config.sync,
   })
+  if (config.webhookSecrets.length === 0) {
+    log.warn(
+      'ROSTER_WEBHOOK_SECRET is not set: every webhook delivery will be refused with 400 INVALID_SIGNATURE',
+    )
+  }
   if (config.usersAccess === 'open' && !LOOPBACK.test(config.host)) {
     log.warn(
       `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user; start with --users-access protected to require credentials`,

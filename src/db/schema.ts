@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * User records. `id` is AUTOINCREMENT so SQLite never hands out an id again after a delete.
@@ -134,4 +134,31 @@ export const files = sqliteTable(
     position: integer('position').notNull(),
   },
   (table) => [index('files_upload_id_idx').on(table.uploadId)],
+)
+
+/**
+ * The webhook inbox. A verified delivery is committed here before it is answered, and handled
+ * afterwards. (scheme, event_id) is unique: a redelivery finds its row and is not handled again.
+ * `next_attempt_at` (epoch ms) is when a pending or failed event is due; null once it is done
+ * or has used up its attempts.
+ */
+export const webhookEvents = sqliteTable(
+  'webhook_events',
+  {
+    seq: integer('seq').primaryKey({ autoIncrement: true }),
+    eventId: text('event_id').notNull(),
+    scheme: text('scheme').notNull(),
+    type: text('type').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    error: text('error'),
+    receivedAt: text('received_at').notNull(),
+    processedAt: text('processed_at'),
+    nextAttemptAt: integer('next_attempt_at'),
+  },
+  (table) => [
+    uniqueIndex('webhook_events_scheme_event_id_unique').on(table.scheme, table.eventId),
+    index('webhook_events_due_idx').on(table.nextAttemptAt),
+  ],
 )

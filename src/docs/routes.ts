@@ -35,6 +35,10 @@ export function docsRoutes(version: string) {
             { name: 'users', description: 'User records' },
             { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
             { name: 'uploads', description: 'Files, streamed to disk' },
+            {
+              name: 'webhooks',
+              description: 'Signed deliveries from Stripe, Standard Webhooks senders and GitHub',
+            },
             { name: 'operations', description: 'Health and service information' },
           ],
           components: {

@@ -52,10 +52,17 @@ export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
 
 /** Reads the body as UTF-8 text, refusing with 413 once it passes `limit` bytes. */
 export async function readText(request: Request, limit: number): Promise<string> {
+  return Buffer.from(await readBytes(request, limit)).toString('utf8')
+}
+
+/**
+ * Reads the exact body bytes, refusing with 413 once they pass `limit`: at once when
+ * Content-Length says so, else while counting (a chunked body cannot slip past).
+ */
+export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  if (request.body === null) return ''
-  if (declared !== null) return await request.text()
+  if (request.body === null) return new Uint8Array(0)
   const chunks: Uint8Array[] = []
   let size = 0
   for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
@@ -63,9 +70,9 @@ export async function readText(request: Request, limit: number): Promise<string>
     if (size > limit) throw tooLarge(limit)
     chunks.push(chunk)
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks)
 }
 
 function tooLarge(limit: number) {
-  return payloadTooLarge(`The body is over the ${limit / 1024 / 1024} MiB limit for JSON`)
+  return payloadTooLarge(`The body is over the ${limit / 1024} KiB limit for this route`)
 }

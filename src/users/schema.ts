@@ -30,7 +30,7 @@ const Name = t.String({
   examples: ['Ada Lovelace'],
 })
 
-const Email = t.String({
+export const EmailFormat = t.String({
   format: 'email',
   maxLength: MAX_EMAIL_LENGTH,
   error: 'must be a valid email address of at most 254 characters',
@@ -45,7 +45,7 @@ const Password = t.String({
 })
 
 export const CreateUserBody = t.Object(
-  { name: Name, email: Email, password: t.Optional(Password) },
+  { name: Name, email: EmailFormat, password: t.Optional(Password) },
   { additionalProperties: false },
 )
 
@@ -53,7 +53,7 @@ export const CreateUserBody = t.Object(
 export const ReplaceUserBody = t.Object(
   {
     name: Name,
-    email: Email,
+    email: EmailFormat,
     password: t.Optional(Password),
     id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
     created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
@@ -63,7 +63,7 @@ export const ReplaceUserBody = t.Object(
 )
 
 export const PatchUserBody = t.Object(
-  { name: t.Optional(Name), email: t.Optional(Email), password: t.Optional(Password) },
+  { name: t.Optional(Name), email: t.Optional(EmailFormat), password: t.Optional(Password) },
   {
     additionalProperties: false,
     minProperties: 1,

@@ -46,6 +46,9 @@ describe('/swagger', () => {
       '/upload',
       '/uploads/{id}',
       '/files/{id}',
+      '/webhooks',
+      '/webhook',
+      '/webhooks/events',
     ]
     expect(Object.keys(doc.paths).sort()).toEqual(
       [...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
@@ -202,6 +205,35 @@ describe('the OpenAPI document matches the real answers', () => {
       ['/uploads/{id}', 'get', await t.get('/uploads/upl_AAAAAAAAAAAAAAAAAAAAAA')],
       ['/uploads/{id}', 'delete', await t.call('DELETE', `/uploads/${created.body.id}`)],
     ]
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for the webhook routes', async () => {
+    const { event, STRIPE_SECRET, stripeHeaders } = await import('../helpers/webhooks')
+    const { apiKey } = await import('../helpers/auth')
+    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const deliver = async (body: string, signed = true) =>
+      t.call('POST', '/webhooks', {
+        body,
+        headers: {
+          'content-type': 'application/json',
+          ...(signed ? await stripeHeaders(body) : {}),
+        },
+      })
+    const checks: [string, string, Reply][] = [
+      ['/webhooks', 'post', await deliver(event('user.created', { email: 'w@example.com' }))],
+      ['/webhooks', 'post', await deliver(event('user.created', {}), false)],
+      ['/webhooks', 'post', await deliver('not json')],
+      ['/webhooks', 'post', await deliver(JSON.stringify({ id: 1 }))],
+      [
+        '/webhooks/events',
+        'get',
+        await t.get('/webhooks/events', { headers: { 'x-api-key': apiKey(t) } }),
+      ],
+      ['/webhooks/events', 'get', await t.get('/webhooks/events')],
+    ]
+    expect(checks.map(([, , reply]) => reply.status)).toEqual([200, 400, 400, 422, 200, 401])
     for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
   })
 

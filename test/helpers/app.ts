@@ -24,6 +24,7 @@ export function makeTestApp(overrides: Partial<Config> = {}, now?: () => Date) {
   const log = memoryLogger()
   const deps: Deps = makeDeps(testConfig({ dataDir: dir.path, ...overrides }), log, now)
   const app = createApp(deps)
+  deps.webhooks.worker.start()
   const call = (method: string, path: string, init: CallInit = {}) => send(app, method, path, init)
   return {
     app,
@@ -34,6 +35,7 @@ export function makeTestApp(overrides: Partial<Config> = {}, now?: () => Date) {
     get: (path: string, init?: CallInit) => call('GET', path, init),
     post: (path: string, json: unknown, init?: CallInit) => call('POST', path, { json, ...init }),
     [Symbol.dispose]() {
+      void deps.webhooks.worker.stop()
       try {
         deps.db.$client.close()
       } catch {}

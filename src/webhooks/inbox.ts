@@ -1,0 +1,126 @@
+import type { Db } from '../db/client'
+import type { PageRequest } from '../http/pagination'
+import type { WebhookScheme } from './signature'
+
+export type EventStatus = 'pending' | 'processed' | 'ignored' | 'failed'
+
+export interface InboxEvent {
+  seq: number
+  eventId: string
+  scheme: WebhookScheme
+  type: string
+  payload: string
+  attempts: number
+}
+
+/** One event as GET /webhooks/events shows it. */
+export interface EventView {
+  id: string
+  scheme: WebhookScheme
+  type: string
+  status: EventStatus
+  attempts: number
+  error: string | null
+  received_at: string
+  processed_at: string | null
+}
+
+interface EventRow {
+  seq: number
+  event_id: string
+  scheme: WebhookScheme
+  type: string
+  payload: string
+  attempts: number
+}
+
+export type WebhookInbox = ReturnType<typeof createWebhookInbox>
+
+/** The inbox table: verified deliveries, deduplicated by (scheme, event id), and their outcome. */
+export function createWebhookInbox(db: Db, now: () => Date) {
+  const sqlite = db.$client
+  const insert = sqlite.query(
+    `INSERT INTO webhook_events (event_id, scheme, type, payload, status, attempts, received_at, next_attempt_at)
+     VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (scheme, event_id) DO NOTHING`,
+  )
+  const dueBatch = sqlite.query<EventRow, [number, number]>(
+    `SELECT seq, event_id, scheme, type, payload, attempts FROM webhook_events
+     WHERE next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?`,
+  )
+  const earliest = sqlite.query<{ at: number | null }, []>(
+    'SELECT min(next_attempt_at) AS at FROM webhook_events',
+  )
+  const finish = sqlite.query(
+    `UPDATE webhook_events SET status = ?, attempts = attempts + 1, error = NULL, processed_at = ?,
+     next_attempt_at = NULL WHERE seq = ?`,
+  )
+  const fail = sqlite.query(
+    `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, error = ?,
+     next_attempt_at = ? WHERE seq = ?`,
+  )
+  const page = sqlite.query<EventView, [number, number]>(
+    `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at
+     FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
+  )
+  const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
+  const readPage = sqlite.transaction((request: PageRequest) => ({
+    data: page.all(request.limit, request.offset),
+    total: total.get()?.n ?? 0,
+  }))
+
+  return {
+    /** Commits a verified event; false when this (scheme, id) was seen before. */
+    record(event: {
+      eventId: string
+      scheme: WebhookScheme
+      type: string
+      payload: string
+    }): boolean {
+      const at = now()
+      return (
+        insert.run(
+          event.eventId,
+          event.scheme,
+          event.type,
+          event.payload,
+          at.toISOString(),
+          at.getTime(),
+        ).changes > 0
+      )
+    },
+
+    /** The pending or failed events due now, the earliest first, at most `limit`. */
+    dueBatch(limit: number): InboxEvent[] {
+      return dueBatch.all(now().getTime(), limit).map((row) => ({
+        seq: row.seq,
+        eventId: row.event_id,
+        scheme: row.scheme,
+        type: row.type,
+        payload: row.payload,
+        attempts: row.attempts,
+      }))
+    },
+
+    /** When the next event falls due (epoch ms), or null when none waits. */
+    earliestDue(): number | null {
+      return earliest.get()?.at ?? null
+    },
+
+    finish(seq: number, status: 'processed' | 'ignored'): void {
+      finish.run(status, now().toISOString(), seq)
+    },
+
+    /** Marks a failure; `retryAt` null means no more attempts. */
+    fail(seq: number, error: string, retryAt: number | null): void {
+      fail.run(error.slice(0, 1000), retryAt, seq)
+    },
+
+    list(request: PageRequest): { data: EventView[]; total: number } {
+      return readPage(request)
+    },
+
+    count(): number {
+      return total.get()?.n ?? 0
+    },
+  }
+}

@@ -1,0 +1,162 @@
+import { type DocumentDecoration, Elysia } from 'elysia'
+import { authPlugin } from '../auth/plugin'
+import type { Deps } from '../deps'
+import { badRequest, validationFailed } from '../http/errors'
+import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
+import { documented, errorResponses } from '../http/openapi-schemas'
+import { linkHeader, offsetTargets, readPage } from '../http/pagination'
+import { QueryReader } from '../http/query'
+import { publicBaseUrl } from '../http/request-context'
+import { fieldDetail } from '../http/validation'
+import { EventPage, Received } from './schema'
+import { type Verified, verifySignature } from './signature'
+
+const tags = ['webhooks']
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+const MAX_EVENT_ID = 255
+
+/** POST /webhooks (and /webhook), GET /webhooks/events, under one prefix. */
+export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
+  const { webhooks, config } = deps
+  const listPath = `${prefix}/webhooks/events`
+
+  const receive = async ({ request }: { request: Request }) => {
+    const raw = await readBytes(request, MAX_JSON_BYTES)
+    const verified = verifySignature(
+      request.headers,
+      raw,
+      config.webhookSecrets,
+      deps.now().getTime() / 1000,
+    )
+    const event = parseEvent(raw, verified)
+    if (webhooks.inbox.record(event)) webhooks.worker.wake()
+    return { received: true as const }
+  }
+  const receiveDocs: DocumentDecoration = {
+    tags,
+    summary: 'Receive a signed webhook delivery',
+    description:
+      'Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), Stripe (Stripe-Signature) or GitHub-style (X-Hub-Signature-256 / X-Signature: sha256=…), verified over the raw bytes with ROSTER_WEBHOOK_SECRET before anything is parsed. The event is stored and answered at once; it is handled afterwards, once per event id.',
+    requestBody: {
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['type', 'data'],
+            properties: {
+              id: { type: 'string' },
+              type: { type: 'string' },
+              data: {
+                type: 'object',
+                required: ['object'],
+                properties: { object: { type: 'object' } },
+              },
+            },
+          },
+        },
+      },
+    },
+    responses: documented({
+      200: Received,
+      ...errorResponses(
+        'BAD_REQUEST',
+        'INVALID_SIGNATURE',
+        'PAYLOAD_TOO_LARGE',
+        'VALIDATION_ERROR',
+      ),
+    }),
+  }
+
+  return new Elysia({ prefix })
+    .use(authPlugin(deps))
+    .post('/webhooks', receive, { parse: 'none', detail: receiveDocs })
+    .post('/webhook', receive, {
+      parse: 'none',
+      detail: { ...receiveDocs, summary: 'Receive a signed webhook delivery (alias)' },
+    })
+    .get(
+      '/webhooks/events',
+      ({ request, set }) => {
+        const query = new QueryReader(request.url)
+        const page = readPage(query)
+        query.assertValid()
+        const { data, total } = webhooks.inbox.list(page)
+        const pagination = { ...page, total }
+        set.headers['x-total-count'] = String(total)
+        set.headers.link = linkHeader({
+          base: publicBaseUrl(request, config.publicUrl),
+          path: listPath,
+          limit: page.limit,
+          targets: offsetTargets(pagination),
+        })
+        return { data, pagination }
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'Stored webhook events',
+          description: 'Newest first, paginated like /users.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            200: EventPage,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
+          }),
+        },
+      },
+    )
+}
+
+/**
+ * After the signature: the body must be UTF-8 JSON (else 400) shaped `{type: string, data:
+ * {object: object}}` (else 422). The event id, per scheme: webhook-id; the body's id (Stripe);
+ * X-GitHub-Delivery, else the body's id, else the body's SHA-256 (sha256=).
+ */
+function parseEvent(raw: Uint8Array, verified: Verified) {
+  let payload: string
+  let body: unknown
+  try {
+    payload = utf8.decode(raw)
+    body = JSON.parse(payload)
+  } catch {
+    throw badRequest('The signature is valid but the body is not JSON')
+  }
+  const problems = []
+  const event = (
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? body : {}
+  ) as Record<string, unknown>
+  if (event !== body) problems.push(fieldDetail('body', 'must be a JSON object', body))
+  else {
+    if (typeof event.type !== 'string' || event.type === '' || event.type.length > 200) {
+      problems.push(fieldDetail('type', 'must be a string of 1–200 characters', event.type))
+    }
+    const data = event.data as Record<string, unknown> | undefined
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+      problems.push(fieldDetail('data', 'must be an object with an object in data.object', data))
+    } else if (
+      data.object === null ||
+      typeof data.object !== 'object' ||
+      Array.isArray(data.object)
+    ) {
+      problems.push(fieldDetail('data.object', 'must be an object', data.object))
+    }
+  }
+  const bodyId =
+    typeof event.id === 'string' || typeof event.id === 'number' ? String(event.id) : null
+  let eventId: string | null
+  if (verified.scheme === 'standard') eventId = verified.headerEventId
+  else if (verified.scheme === 'stripe') eventId = bodyId
+  else eventId = verified.headerEventId ?? bodyId ?? Bun.SHA256.hash(raw, 'hex')
+  if (eventId === null || eventId === '' || eventId.length > MAX_EVENT_ID) {
+    problems.push(
+      fieldDetail('id', 'must be the event id (a string of 1–255 characters)', event.id),
+    )
+  }
+  if (problems.length > 0) throw validationFailed(problems)
+  return {
+    eventId: eventId as string,
+    scheme: verified.scheme,
+    type: event.type as string,
+    payload,
+  }
+}

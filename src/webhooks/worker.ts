@@ -1,0 +1,194 @@
+import type { Database } from 'bun:sqlite'
+import type { Logger } from '../log'
+import type { HandlerOutcome, ParsedEvent, WebhookHandler } from './handlers'
+import type { InboxEvent, WebhookInbox } from './inbox'
+
+export interface RetryPolicy {
+  /** Delay before the first retry; each further one doubles it. */
+  baseMs: number
+  /** The longest delay between two attempts. */
+  capMs: number
+  /** After this many failed attempts the event stays failed and is not tried again. */
+  maxAttempts: number
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { baseMs: 1000, capMs: 60 * 60 * 1000, maxAttempts: 10 }
+
+/** Due events read at once. */
+const BATCH_SIZE = 64
+/**
+ * Handler work per transaction before it commits and gives the event loop a turn: requests
+ * that arrive meanwhile wait at most about this long (plus one fsync).
+ */
+const SLICE_MS = 2
+
+function parse(event: InboxEvent): ParsedEvent {
+  const { data } = JSON.parse(event.payload) as { data: ParsedEvent['data'] }
+  return { ...event, data }
+}
+
+/** Async handlers may wait on anything, so they run one at a time, outside the batches. */
+function isAsync(handler: WebhookHandler): boolean {
+  return handler.constructor.name === 'AsyncFunction'
+}
+
+/**
+ * Handles inbox events off the request path, oldest due first. It is woken
+ * after an event is committed (the answer has left by then), and at start, when it picks up
+ * what a crash or a stop left pending or failed. A failure is retried with exponential
+ * backoff (1 s, 2 s, 4 s … up to an hour, ten attempts). A synchronous handler's writes and
+ * the event's new status commit together, so an event is never handled twice.
+ */
+export class WebhookWorker {
+  readonly handlers: Map<string, WebhookHandler>
+  retry: RetryPolicy = DEFAULT_RETRY
+  private draining: Promise<void> | null = null
+  private timer: ReturnType<typeof setTimeout> | null = null
+  private timerAt = 0
+  private stopped = true
+  /** Called after each event is handled (for metrics). */
+  onHandled: (event: InboxEvent, status: 'processed' | 'ignored' | 'failed') => void = () => {}
+
+  constructor(
+    private readonly inbox: WebhookInbox,
+    private readonly sqlite: Database,
+    handlers: Map<string, WebhookHandler>,
+    private readonly now: () => number,
+    private readonly log: Logger,
+  ) {
+    this.handlers = handlers
+  }
+
+  /** Starts handling, beginning with whatever is already due. */
+  start(): void {
+    this.stopped = false
+    this.wake()
+  }
+
+  /** Something new may be due: handle it soon (after the current turn, so after the answer). */
+  wake(): void {
+    if (this.stopped) return
+    this.schedule(0)
+  }
+
+  /** Stops taking new events; resolves when the one being handled has finished. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    await this.draining
+  }
+
+  /** Resolves when nothing is due and nothing is being handled (for tests). */
+  async settled(): Promise<void> {
+    for (;;) {
+      await this.draining
+      await Bun.sleep(1)
+      const due = this.inbox.earliestDue()
+      if (this.draining === null && (due === null || due > this.now())) return
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    const at = this.now() + delayMs
+    // A pending timer that fires sooner stands: waking on every delivery must not keep pushing
+    // the handling back while deliveries keep arriving.
+    if (this.timer !== null && this.timerAt <= at) return
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.draining ??= this.drain().finally(() => {
+        this.draining = null
+        this.scheduleNextRetry()
+      })
+    }, delayMs)
+  }
+
+  private scheduleNextRetry(): void {
+    if (this.stopped) return
+    const due = this.inbox.earliestDue()
+    if (due !== null) this.schedule(Math.max(0, due - this.now()))
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      const due = this.inbox.dueBatch(BATCH_SIZE)
+      if (due.length === 0) return
+      const first = due[0] as InboxEvent
+      const handler = this.handlers.get(first.type)
+      if (handler !== undefined && isAsync(handler)) {
+        await this.handleAsync(first, handler)
+      } else {
+        this.handleSlice(due)
+      }
+      // Yield between slices: a backlog must not hold up incoming requests (a synchronous
+      // handler never gives I/O a turn on its own).
+      await new Promise<void>((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /**
+   * Synchronous handlers, as many events as fit in SLICE_MS in one transaction (one fsync for
+   * all), each in its own savepoint: its writes and its new status commit together, and a
+   * failure rolls back that event alone. Stops before an event with an async handler.
+   */
+  private handleSlice(events: readonly InboxEvent[]): void {
+    const started = performance.now()
+    const outcomes: [InboxEvent, 'processed' | 'ignored' | 'failed'][] = []
+    const attempt = this.sqlite.transaction((event: InboxEvent, handler: WebhookHandler) => {
+      const outcome = handler(parse(event)) as HandlerOutcome
+      this.inbox.finish(event.seq, outcome)
+      return outcome
+    })
+    this.sqlite
+      .transaction(() => {
+        for (const event of events) {
+          const handler = this.handlers.get(event.type)
+          if (handler !== undefined && isAsync(handler)) break
+          if (outcomes.length > 0 && performance.now() - started > SLICE_MS) break
+          if (handler === undefined) {
+            this.inbox.finish(event.seq, 'ignored')
+            outcomes.push([event, 'ignored'])
+            continue
+          }
+          try {
+            outcomes.push([event, attempt(event, handler)])
+          } catch (error) {
+            this.recordFailure(event, error)
+            outcomes.push([event, 'failed'])
+          }
+        }
+      })
+      .immediate()
+    for (const [event, status] of outcomes) this.onHandled(event, status)
+  }
+
+  private async handleAsync(event: InboxEvent, handler: WebhookHandler): Promise<void> {
+    try {
+      const outcome = await handler(parse(event))
+      this.inbox.finish(event.seq, outcome)
+      this.onHandled(event, outcome)
+    } catch (error) {
+      this.recordFailure(event, error)
+      this.onHandled(event, 'failed')
+    }
+  }
+
+  private recordFailure(event: InboxEvent, error: unknown): void {
+    const attempts = event.attempts + 1
+    const message = error instanceof Error ? error.message : String(error)
+    const retryAt =
+      attempts >= this.retry.maxAttempts
+        ? null
+        : this.now() + Math.min(this.retry.capMs, this.retry.baseMs * 2 ** (attempts - 1))
+    this.inbox.fail(event.seq, message, retryAt)
+    this.log.warn('webhook handler failed', {
+      event_id: event.eventId,
+      type: event.type,
+      attempts,
+      error: message,
+      retry_at: retryAt === null ? null : new Date(retryAt).toISOString(),
+    })
+  }
+}

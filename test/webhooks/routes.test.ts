@@ -1,0 +1,411 @@
+import { describe, expect, test } from 'bun:test'
+import { testConfig } from '../../src/config'
+import { makeDeps } from '../../src/deps'
+import { memoryLogger } from '../../src/log'
+import { expectEnvelope, makeTestApp, type TestApp, tempDir } from '../helpers/app'
+import { apiKey } from '../helpers/auth'
+import {
+  ALL_SECRETS,
+  event,
+  GITHUB_SECRET,
+  githubHeaders,
+  standardHeaders,
+  stripeHeaders,
+} from '../helpers/webhooks'
+
+function webhookApp(secrets: readonly string[] = ALL_SECRETS) {
+  const t = makeTestApp({ webhookSecrets: secrets })
+  t.deps.webhooks.worker.retry = { baseMs: 20, capMs: 200, maxAttempts: 4 }
+  return t
+}
+
+const deliver = (t: TestApp, body: string, headers: Record<string, string>, path = '/webhooks') =>
+  t.call('POST', path, { body, headers: { 'content-type': 'application/json', ...headers } })
+
+async function events(t: TestApp) {
+  const reply = await t.get('/webhooks/events?limit=100', {
+    headers: { 'x-api-key': apiKey(t, 'reader') },
+  })
+  return reply.body.data as {
+    id: string
+    scheme: string
+    type: string
+    status: string
+    attempts: number
+    error: string | null
+  }[]
+}
+
+const userByEmail = (t: TestApp, email: string) => t.deps.users.byEmail(email)
+
+describe('POST /webhooks', () => {
+  test('a valid delivery is stored, answered 200 {received: true}, then handled', async () => {
+    using t = webhookApp()
+    const body = event(
+      'user.created',
+      { email: 'new@example.com', name: 'New Person' },
+      'evt_created_1',
+    )
+    const reply = await deliver(t, body, await stripeHeaders(body))
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({ received: true })
+    await t.deps.webhooks.worker.settled()
+    expect(userByEmail(t, 'new@example.com')).not.toBeNull()
+    expect(await events(t)).toEqual([
+      {
+        id: 'evt_created_1',
+        scheme: 'stripe',
+        type: 'user.created',
+        status: 'processed',
+        attempts: 1,
+        error: null,
+        received_at: expect.any(String),
+        processed_at: expect.any(String),
+      } as never,
+    ])
+  })
+
+  test('/webhook, /v1/webhooks and /v2/webhook answer the same', async () => {
+    using t = webhookApp()
+    for (const path of ['/webhook', '/v1/webhooks', '/v2/webhook']) {
+      const body = event('noop.test', {})
+      expect((await deliver(t, body, await githubHeaders(body), path)).status).toBe(200)
+    }
+  })
+
+  test('event ids per scheme: webhook-id; the body id (Stripe); X-GitHub-Delivery, else the body id, else its SHA-256', async () => {
+    using t = webhookApp()
+    const one = event('x.one', {}, 'body-id-1')
+    await deliver(t, one, standardHeaders(one, undefined, 'msg_header_id'))
+    const two = event('x.two', {}, 'stripe-body-id')
+    await deliver(t, two, await stripeHeaders(two))
+    const three = event('x.three', {}, 'ignored-body-id')
+    await deliver(t, three, await githubHeaders(three, GITHUB_SECRET, 'gh-delivery-1'))
+    const four = event('x.four', {}, 'github-body-id')
+    await deliver(t, four, await githubHeaders(four))
+    const five = JSON.stringify({ type: 'x.five', data: { object: {} } })
+    await deliver(t, five, await githubHeaders(five))
+    const ids = (await events(t)).map((e) => [e.type, e.id])
+    expect(ids).toEqual([
+      ['x.five', new Bun.CryptoHasher('sha256').update(five).digest('hex')],
+      ['x.four', 'github-body-id'],
+      ['x.three', 'gh-delivery-1'],
+      ['x.two', 'stripe-body-id'],
+      ['x.one', 'msg_header_id'],
+    ])
+  })
+
+  test('a redelivery is answered 200 and not handled again', async () => {
+    using t = webhookApp()
+    const body = event('user.created', { email: 'once@example.com' }, 'evt_dup')
+    const headers = await stripeHeaders(body)
+    for (let i = 0; i < 3; i++) expect((await deliver(t, body, headers)).status).toBe(200)
+    await t.deps.webhooks.worker.settled()
+    expect(await events(t)).toHaveLength(1)
+    expect((await events(t))[0]?.attempts).toBe(1)
+  })
+
+  test('twenty copies arriving at the same moment: one event, handled once', async () => {
+    using t = webhookApp()
+    let handled = 0
+    t.deps.webhooks.worker.handlers.set('count.me', () => {
+      handled += 1
+      return 'processed'
+    })
+    const body = event('count.me', {}, 'evt_burst')
+    const headers = await stripeHeaders(body)
+    const replies = await Promise.all(Array.from({ length: 20 }, () => deliver(t, body, headers)))
+    expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200))
+    await t.deps.webhooks.worker.settled()
+    expect(handled).toBe(1)
+    expect(await events(t)).toHaveLength(1)
+  })
+
+  test('the 200 is sent before handling finishes: a handler that blocks does not delay the answer', async () => {
+    using t = webhookApp()
+    let release: () => void = () => {}
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let finished = false
+    t.deps.webhooks.worker.handlers.set('slow.job', async () => {
+      await blocked
+      finished = true
+      return 'processed' as const
+    })
+    const body = event('slow.job', {})
+    const started = performance.now()
+    const reply = await deliver(t, body, await githubHeaders(body))
+    expect(reply.status).toBe(200)
+    expect(performance.now() - started).toBeLessThan(500)
+    await Bun.sleep(50)
+    expect(finished).toBe(false)
+    expect((await events(t))[0]?.status).toBe('pending')
+    release()
+    await t.deps.webhooks.worker.settled()
+    expect(finished).toBe(true)
+    expect((await events(t))[0]?.status).toBe('processed')
+  })
+
+  test('a failing handler marks the event failed with its error, and a retry with backoff succeeds', async () => {
+    using t = webhookApp()
+    let calls = 0
+    t.deps.webhooks.worker.handlers.set('flaky.job', () => {
+      calls += 1
+      if (calls === 1) throw new Error('downstream is down')
+      return 'processed'
+    })
+    const body = event('flaky.job', {})
+    await deliver(t, body, await githubHeaders(body))
+    await Bun.sleep(5)
+    const failed = (await events(t))[0]
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: 'downstream is down' })
+    await Bun.sleep(60)
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({ status: 'processed', attempts: 2, error: null })
+    expect(calls).toBe(2)
+    expect(t.log.lines.join('')).toContain('webhook handler failed')
+  })
+
+  test('retries stop after the last attempt; the event stays failed', async () => {
+    using t = webhookApp()
+    t.deps.webhooks.worker.handlers.set('always.fails', () => {
+      throw new Error('nope')
+    })
+    const body = event('always.fails', {})
+    await deliver(t, body, await githubHeaders(body))
+    await Bun.sleep(600)
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({ status: 'failed', attempts: 4, error: 'nope' })
+  })
+
+  test('wake-ups that keep coming do not hold the handling back', async () => {
+    using t = webhookApp()
+    const { inbox, worker } = t.deps.webhooks
+    let handled = 0
+    worker.handlers.set('steady.tick', () => {
+      handled += 1
+      return 'processed'
+    })
+    // Wake-ups as fast as the event loop turns (deliveries each wake the worker), with a new
+    // event every 10 ms: each must be handled while the wake-ups go on, not when they stop.
+    let recorded = 0
+    let nextEventAt = performance.now()
+    const until = performance.now() + 120
+    while (performance.now() < until) {
+      if (performance.now() >= nextEventAt) {
+        const payload = '{"data":{"object":{}}}'
+        inbox.record({
+          eventId: `tick-${recorded}`,
+          scheme: 'sha256',
+          type: 'steady.tick',
+          payload,
+        })
+        recorded += 1
+        nextEventAt += 10
+      }
+      worker.wake()
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    expect(recorded).toBeGreaterThanOrEqual(10)
+    expect(handled).toBeGreaterThanOrEqual(recorded - 2)
+  })
+
+  test('unknown types are stored as ignored', async () => {
+    using t = webhookApp()
+    const body = event('invoice.paid', { amount: 10 })
+    await deliver(t, body, await githubHeaders(body))
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({
+      type: 'invoice.paid',
+      status: 'ignored',
+      error: null,
+    })
+  })
+})
+
+describe('the user and customer handlers', () => {
+  async function send(t: TestApp, type: string, object: Record<string, unknown>) {
+    const body = event(type, object)
+    expect((await deliver(t, body, standardHeaders(body))).status).toBe(200)
+    await t.deps.webhooks.worker.settled()
+  }
+
+  test('created and updated upsert by email (name from data.object.name); deleted removes', async () => {
+    using t = webhookApp()
+    await send(t, 'customer.created', { email: 'Cus@Example.com', name: 'Cus Tomer' })
+    const created = t.deps.users.get(userByEmail(t, 'cus@example.com')?.id ?? 0)
+    expect(created).toMatchObject({ name: 'Cus Tomer', email: 'Cus@Example.com' })
+    await send(t, 'customer.updated', { email: 'cus@example.com', name: 'Renamed' })
+    expect(t.deps.users.get(created?.id ?? 0)?.name).toBe('Renamed')
+    await send(t, 'user.updated', { email: 'fresh@example.com' })
+    expect(t.deps.users.get(userByEmail(t, 'fresh@example.com')?.id ?? 0)?.name).toBe('fresh')
+    await send(t, 'user.deleted', { email: 'CUS@example.com' })
+    expect(userByEmail(t, 'cus@example.com')).toBeNull()
+  })
+
+  test('*.deleted for an unknown email is a no-op that ends processed', async () => {
+    using t = webhookApp()
+    await send(t, 'customer.deleted', { email: 'nobody@example.com' })
+    expect((await events(t))[0]).toMatchObject({ status: 'processed', error: null })
+  })
+
+  test('a missing or invalid email fails the event with a readable error', async () => {
+    using t = webhookApp()
+    await send(t, 'user.created', { name: 'No Email' })
+    expect((await events(t))[0]).toMatchObject({
+      status: 'failed',
+      error: 'data.object.email is missing or is not an email address',
+    })
+  })
+})
+
+describe('refusals', () => {
+  test('every bad signature is 400 INVALID_SIGNATURE with the envelope, and nothing is stored', async () => {
+    using t = webhookApp()
+    const body = event('user.created', { email: 'x@example.com' })
+    const valid = await stripeHeaders(body)
+    const cases: Record<string, string>[] = [
+      {},
+      { 'stripe-signature': 'garbage' },
+      await stripeHeaders(body, 'whsec_wrong'),
+      { ...valid, 'webhook-id': 'msg_1' },
+      await stripeHeaders(body, undefined, new Date(Date.now() - 10 * 60_000)),
+    ]
+    for (const headers of cases)
+      expectEnvelope(await deliver(t, body, headers), 400, 'INVALID_SIGNATURE')
+    expectEnvelope(await deliver(t, body.replace('x@', 'y@'), valid), 400, 'INVALID_SIGNATURE')
+    expectEnvelope(await deliver(t, '', valid), 400, 'INVALID_SIGNATURE')
+    expect(t.deps.webhooks.inbox.count()).toBe(0)
+  })
+
+  test('without a configured secret every delivery is refused', async () => {
+    using t = webhookApp([])
+    const body = event('user.created', { email: 'x@example.com' })
+    const reply = await deliver(t, body, await stripeHeaders(body))
+    expect(expectEnvelope(reply, 400, 'INVALID_SIGNATURE').message).toContain('No webhook secret')
+  })
+
+  test('a valid signature over a body that is not JSON is 400 BAD_REQUEST', async () => {
+    using t = webhookApp()
+    for (const body of ['not json', '{"type":', '\u00ff\u00fe']) {
+      expectEnvelope(await deliver(t, body, await githubHeaders(body)), 400, 'BAD_REQUEST')
+    }
+    expect(t.deps.webhooks.inbox.count()).toBe(0)
+  })
+
+  test.each([
+    ['[]', 'body'],
+    ['{"data":{"object":{}}}', 'type'],
+    ['{"type":"a"}', 'data'],
+    ['{"type":"a","data":{"object":[]}}', 'data.object'],
+    ['{"type":7,"data":{"object":"x"}}', 'type'],
+  ])('a valid signature over %s is 422 naming %s', async (body, field) => {
+    using t = webhookApp()
+    const error = expectEnvelope(
+      await deliver(t, body, await githubHeaders(body)),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expect(error.details.map((d) => d.field)).toContain(field)
+  })
+
+  test('a Stripe event without an id is 422', async () => {
+    using t = webhookApp()
+    const body = JSON.stringify({ type: 'user.created', data: { object: {} } })
+    const error = expectEnvelope(
+      await deliver(t, body, await stripeHeaders(body)),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expect(error.details.map((d) => d.field)).toEqual(['id'])
+  })
+
+  test('a body over 1 MiB is 413 before anything else', async () => {
+    using t = webhookApp()
+    const body = event('big', { blob: 'x'.repeat(1024 * 1024) })
+    expectEnvelope(await deliver(t, body, await githubHeaders(body)), 413, 'PAYLOAD_TOO_LARGE')
+  })
+})
+
+describe('GET /webhooks/events', () => {
+  test('needs an API key; newest first; the common list envelope and headers', async () => {
+    using t = webhookApp()
+    for (let i = 1; i <= 5; i++) {
+      const body = event(`t.${i}`, {}, `e${i}`)
+      await deliver(t, body, await githubHeaders(body))
+    }
+    expectEnvelope(await t.get('/webhooks/events'), 401, 'UNAUTHORIZED')
+    const key = { 'x-api-key': apiKey(t) }
+    const page = await t.get('/webhooks/events?limit=2&offset=1', { headers: key })
+    expect(page.body.data.map((e: { id: string }) => e.id)).toEqual(['e4', 'e3'])
+    expect(page.body.pagination).toEqual({ limit: 2, offset: 1, total: 5 })
+    expect(page.headers.get('x-total-count')).toBe('5')
+    expect(page.headers.get('link')).toContain('rel="last"')
+    expect(page.headers.get('link')).toContain('offset=4')
+    expect((await t.get('/data', { headers: key })).body.data.webhook_events).toBe(5)
+  })
+})
+
+describe('a restart', () => {
+  test('picks up events left pending or failed by a crash, and handles them once', async () => {
+    using dir = tempDir()
+    const config = testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS })
+    const first = makeDeps(config, memoryLogger())
+    // Stored but never handled: the process died right after answering.
+    first.webhooks.inbox.record({
+      eventId: 'evt_a',
+      scheme: 'stripe',
+      type: 'user.created',
+      payload: event('user.created', { email: 'a@example.com' }, 'evt_a'),
+    })
+    first.webhooks.inbox.record({
+      eventId: 'evt_b',
+      scheme: 'stripe',
+      type: 'user.created',
+      payload: event('user.created', { email: 'b@example.com' }, 'evt_b'),
+    })
+    first.db.$client.close()
+    const second = makeDeps(config, memoryLogger())
+    second.webhooks.worker.start()
+    await second.webhooks.worker.settled()
+    expect(second.users.byEmail('a@example.com')).not.toBeNull()
+    expect(second.users.byEmail('b@example.com')).not.toBeNull()
+    expect(second.webhooks.inbox.list({ limit: 10, offset: 0 }).data.map((e) => e.status)).toEqual([
+      'processed',
+      'processed',
+    ])
+    await second.webhooks.worker.stop()
+    second.db.$client.close()
+  })
+})
+
+describe('shutdown', () => {
+  test('stop() lets the handler in flight finish before the database closes', async () => {
+    const { startServer } = await import('../../src/server')
+    using dir = tempDir()
+    const server = startServer(
+      testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS }),
+      memoryLogger(),
+    )
+    let finished = false
+    server.deps.webhooks.worker.handlers.set('slow.job', async () => {
+      await Bun.sleep(300)
+      finished = true
+      return 'processed' as const
+    })
+    const body = event('slow.job', {})
+    const reply = await fetch(`${server.url}/webhooks`, {
+      method: 'POST',
+      body,
+      headers: await githubHeaders(body),
+    })
+    expect(reply.status).toBe(200)
+    await Bun.sleep(20)
+    await server.stop()
+    expect(finished).toBe(true)
+    const reopened = makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
+    expect(reopened.webhooks.inbox.list({ limit: 1, offset: 0 }).data[0]?.status).toBe('processed')
+    reopened.db.$client.close()
+  })
+})
