@@ -8,8 +8,15 @@ export interface Spawned {
 }
 
 /** Starts a server that prints `listening on http://…` (stdout or stderr) and waits for it. */
-export async function spawnServer(command: string[]): Promise<Spawned> {
-  const proc = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe' })
+export async function spawnServer(
+  command: string[],
+  env: Record<string, string> = {},
+): Promise<Spawned> {
+  const proc = Bun.spawn(command, {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, ...env },
+  })
   const url = await new Promise<string>((resolve, reject) => {
     let seen = ''
     const timer = setTimeout(
