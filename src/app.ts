@@ -4,13 +4,15 @@ import { authRoutes } from './auth/routes'
 import { type Deps, VERSION } from './deps'
 import { docsRoutes } from './docs/routes'
 import { healthRoutes } from './health/routes'
-import { type AccessLog, accessLogging } from './http/access-log'
+import type { AccessLog } from './http/access-log'
+import { answerObservers } from './http/answer-observers'
 import { corsPolicy } from './http/cors'
 import { errorHandler } from './http/error-handler'
 import { jsonResponses } from './http/json-response'
 import { requestContext } from './http/request-context'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
+import { metricsRoutes } from './metrics/routes'
 import { uploadRoutes } from './uploads/routes'
 import { type ApiVersion, usersRoutes } from './users/routes'
 import { webhookRoutes } from './webhooks/routes'
@@ -25,24 +27,29 @@ const MOUNTS: readonly (readonly ['' | '/v1' | '/v2', ApiVersion])[] = [
 /**
  * The HTTP application: request ids and versions first, then the error envelope and CORS,
  * then the routes. Builds no server and opens no port (see server.ts). `routes` is filled with
- * the app's routes, for 405 answers, OPTIONS and log labels; the access log is the server's.
+ * the app's routes, for 405 answers, OPTIONS and the route labels of logs and metrics; the
+ * access log is the server's.
  */
 export function createApp(
   deps: Deps,
   options: { routes?: RouteTable; accessLog?: AccessLog } = {},
 ) {
   const routes = options.routes ?? new RouteTable()
-  const logging = options.accessLog === undefined ? undefined : accessLogging(options.accessLog)
+  const observers = answerObservers({
+    routes,
+    metrics: deps.metrics,
+    accessLog: options.accessLog,
+  })
   const app = new Elysia({ normalize: false })
-  if (logging !== undefined) app.use(logging.startClock)
-  app
+    .use(observers.startClock)
     .use(requestContext)
-    .use(jsonResponses(logging?.onAnswer))
+    .use(jsonResponses(observers.onAnswer))
     // Before any route: Elysia's hooks cover only the routes registered after them.
     .use(errorHandler({ publicUrl: deps.config.publicUrl, routes, log: deps.log }))
     .use(corsPolicy(deps.config.corsOrigins, routes))
     .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
+    .use(metricsRoutes(deps))
   for (const [prefix, version] of MOUNTS) {
     app.use(healthRoutes(deps, VERSION, prefix))
     app.use(usersRoutes(deps, prefix, version))

@@ -11,6 +11,8 @@ import { DatabaseOpenError, type Db, openDatabase } from './db/client'
 import { runMigrations } from './db/migrate'
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
+import { createMetrics, type Metrics } from './metrics/metrics'
+import { Gauge } from './metrics/registry'
 import { createUploadService, type UploadService } from './uploads/service'
 import { UploadStorage } from './uploads/storage'
 import { createUserService, type UserService } from './users/service'
@@ -38,6 +40,7 @@ export interface Deps {
   readonly uploadStorage: UploadStorage
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
+  readonly metrics: Metrics
   /** Row counts for GET /data. */
   counts(): { users: number; uploads: number; webhook_events: number }
 }
@@ -72,6 +75,16 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
   const uploads = createUploadService(db, uploadStorage, now)
   const inbox = createWebhookInbox(db, now)
   const worker = new WebhookWorker(inbox, db.$client, builtInHandlers(users), clock, log)
+  const metrics = createMetrics(VERSION)
+  worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
+  metrics.registry.add(new Gauge('roster_users', 'Users stored.', () => users.count()))
+  metrics.registry.add(
+    new Gauge(
+      'roster_webhook_events_pending',
+      'Webhook events waiting to be handled or retried.',
+      () => inbox.waiting(),
+    ),
+  )
   const authenticator = createAuthenticator({
     config,
     credentials,
@@ -97,6 +110,7 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
     uploadStorage,
     uploads,
     webhooks: { inbox, worker },
+    metrics,
     counts: () => ({
       users: users.count(),
       uploads: uploads.count(),

@@ -38,7 +38,7 @@ export class ServerStartError extends Error {}
 export function startServer(config: Config, log: Logger): RunningServer {
   const deps = makeDeps(config, log)
   const routes = new RouteTable()
-  const accessLog = new AccessLog(config.logFile, routes)
+  const accessLog = new AccessLog(config.logFile)
   const app = createApp(deps, { routes, accessLog })
   try {
     app.listen({

@@ -69,6 +69,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           owner: ownerOf(principalOf(set)),
           files: incoming.files,
         })
+        deps.metrics.uploadStored(upload.files)
         set.status = 201
         set.headers.location = `${prefix}/uploads/${upload.id}`
         return view(upload)

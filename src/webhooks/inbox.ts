@@ -63,6 +63,10 @@ export function createWebhookInbox(db: Db, now: () => Date) {
      FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
+  // next_attempt_at is set exactly while an event waits for a first or a further attempt.
+  const waiting = sqlite.query<{ n: number }, []>(
+    'SELECT count(*) AS n FROM webhook_events WHERE next_attempt_at IS NOT NULL',
+  )
   const readPage = sqlite.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
@@ -121,6 +125,11 @@ export function createWebhookInbox(db: Db, now: () => Date) {
 
     count(): number {
       return total.get()?.n ?? 0
+    },
+
+    /** Events waiting to be handled or retried. */
+    waiting(): number {
+      return waiting.get()?.n ?? 0
     },
   }
 }

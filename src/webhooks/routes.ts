@@ -9,7 +9,7 @@ import { QueryReader } from '../http/query'
 import { publicBaseUrl } from '../http/request-context'
 import { fieldDetail } from '../http/validation'
 import { EventPage, Received } from './schema'
-import { type Verified, verifySignature } from './signature'
+import { claimedScheme, type Verified, verifySignature } from './signature'
 
 const tags = ['webhooks']
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -18,18 +18,33 @@ const MAX_EVENT_ID = 255
 /** POST /webhooks (and /webhook), GET /webhooks/events, under one prefix. */
 export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   const { webhooks, config } = deps
+  const nowSeconds = () => deps.now().getTime() / 1000
+  const countEvent = (scheme: string, status: string) =>
+    deps.metrics.webhookEvents.inc({ scheme, status })
   const listPath = `${prefix}/webhooks/events`
 
   const receive = async ({ request }: { request: Request }) => {
     const raw = await readBytes(request, MAX_JSON_BYTES)
-    const verified = verifySignature(
-      request.headers,
-      raw,
-      config.webhookSecrets,
-      deps.now().getTime() / 1000,
-    )
-    const event = parseEvent(raw, verified)
-    if (webhooks.inbox.record(event)) webhooks.worker.wake()
+    let verified: Verified
+    try {
+      verified = verifySignature(request.headers, raw, config.webhookSecrets, nowSeconds())
+    } catch (error) {
+      countEvent(claimedScheme(request.headers), 'rejected')
+      throw error
+    }
+    let event: ReturnType<typeof parseEvent>
+    try {
+      event = parseEvent(raw, verified)
+    } catch (error) {
+      countEvent(verified.scheme, 'rejected')
+      throw error
+    }
+    if (webhooks.inbox.record(event)) {
+      countEvent(verified.scheme, 'received')
+      webhooks.worker.wake()
+    } else {
+      countEvent(verified.scheme, 'duplicate')
+    }
     return { received: true as const }
   }
   const receiveDocs: DocumentDecoration = {

@@ -42,6 +42,20 @@ export function verifySignature(
   }
 }
 
+/** The scheme the headers name, for metrics: 'none' or 'mixed' when that is not one. */
+export function claimedScheme(headers: Headers): WebhookScheme | 'none' | 'mixed' {
+  try {
+    return schemeOf(headers)
+  } catch {
+    return headers.has('webhook-signature') ||
+      headers.has('stripe-signature') ||
+      headers.has('x-hub-signature-256') ||
+      headers.has('x-signature')
+      ? 'mixed'
+      : 'none'
+  }
+}
+
 function schemeOf(headers: Headers): WebhookScheme {
   const present: WebhookScheme[] = []
   if (['webhook-id', 'webhook-timestamp', 'webhook-signature'].some((name) => headers.has(name))) {

@@ -51,7 +51,7 @@ describe('/swagger', () => {
       '/webhooks/events',
     ]
     expect(Object.keys(doc.paths).sort()).toEqual(
-      [...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
+      ['/metrics', ...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
     )
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([
       'apiKeyHeader',

@@ -1,0 +1,52 @@
+import { Elysia } from 'elysia'
+import { type Metrics, UNMATCHED_ROUTE } from '../metrics/metrics'
+import type { AccessLog } from './access-log'
+import type { MappedAnswer } from './json-response'
+import { pathOf, type RouteTable } from './route-table'
+import { CATCH_ALL } from './unrouted'
+
+const STARTED = Symbol('roster.startedAt')
+
+interface Timed {
+  [STARTED]?: number
+}
+
+/**
+ * What every answer feeds: the metrics and, when the server has one, the access log.
+ * `startClock` (an onRequest hook, registered first) times each request; `onAnswer` (given to
+ * jsonResponses) records it as the answer leaves. The start time rides on the request's `set`
+ * object under a symbol (the same object reaches every hook); a WeakMap keyed by Request
+ * measured slower and left more for the GC.
+ */
+export function answerObservers(options: {
+  routes: RouteTable
+  metrics: Metrics
+  accessLog?: AccessLog
+}) {
+  const { routes, metrics, accessLog } = options
+  return {
+    startClock: new Elysia({ name: 'answer-clock' }).onRequest(function startClock({ set }) {
+      ;(set as Timed)[STARTED] = performance.now()
+    }),
+    onAnswer(answer: MappedAnswer): void {
+      const begun = (answer.set as Timed)[STARTED] ?? performance.now()
+      const ms = performance.now() - begun
+      // The catch-all answers 404, 405 and preflights for every path: label it with the route
+      // the path belongs to, if any, never with the path itself.
+      const route =
+        answer.route === CATCH_ALL
+          ? (routes.match(pathOf(answer.request.url))?.template ?? null)
+          : answer.route
+      metrics.http.record(answer.request.method, route ?? UNMATCHED_ROUTE, answer.status, ms / 1000)
+      accessLog?.record({
+        at: Date.now(),
+        requestId: answer.requestId,
+        method: answer.request.method,
+        route,
+        status: answer.status,
+        ms: Math.round(ms * 100) / 100,
+        bytes: answer.bytes,
+      })
+    },
+  }
+}
