@@ -9,6 +9,7 @@ import { answerObservers } from './http/answer-observers'
 import { corsPolicy } from './http/cors'
 import { errorHandler } from './http/error-handler'
 import { jsonResponses } from './http/json-response'
+import { rateLimit } from './http/rate-limit'
 import { requestContext } from './http/request-context'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
@@ -47,6 +48,7 @@ export function createApp(
     // Before any route: Elysia's hooks cover only the routes registered after them.
     .use(errorHandler({ publicUrl: deps.config.publicUrl, routes, log: deps.log }))
     .use(corsPolicy(deps.config.corsOrigins, routes))
+    .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, () => deps.now().getTime()))
     .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
     .use(metricsRoutes(deps))

@@ -15,6 +15,8 @@ export interface Config {
   readonly maxFileSize: number
   readonly maxFiles: number
   readonly maxUploadSize: number
+  /** Requests a second per client IP (bursts of as many), or null when off. */
+  readonly rateLimit: number | null
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
 }
@@ -155,6 +157,15 @@ export const SERVE_OPTIONS = [
     parse: parseSize,
   }),
   option({
+    key: 'rateLimit',
+    fallback: () => null,
+    flag: 'rate-limit',
+    env: ['ROSTER_RATE_LIMIT'],
+    defaultText: 'off',
+    help: 'N/s: at most N requests a second per client IP, in bursts of up to N (429 beyond; /health and /metrics are exempt)',
+    parse: parseRate,
+  }),
+  option({
     key: 'cookieSecure',
     fallback: () => false,
     boolean: true,
@@ -253,6 +264,16 @@ function parseSecrets(text: string | undefined): readonly string[] {
       .map((secret) => secret.trim())
       .filter((secret) => secret !== ''),
   )
+}
+
+function parseRate(text: string, source: string): number | null {
+  if (text.toLowerCase() === 'off') return null
+  const match = /^([0-9]{1,7})\/s$/.exec(text.trim())
+  const rate = match === null ? Number.NaN : Number(match[1])
+  if (!(rate >= 1 && rate <= 1_000_000)) {
+    throw invalid(source, text, 'N/s with N from 1 to 1000000 (for example 50/s), or off')
+  }
+  return rate
 }
 
 function parseBoolean(text: string, source: string): boolean {

@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       maxFileSize: 100 * 1024 * 1024,
       maxFiles: 20,
       maxUploadSize: 1024 * 1024 * 1024,
+      rateLimit: null,
       webhookSecrets: [],
     })
   })
@@ -62,6 +63,12 @@ describe('loadConfig', () => {
     ).toEqual(['whsec_a', 'old-secret'])
   })
 
+  test('rate limit: N/s, or off', () => {
+    expect(loadConfig({ 'rate-limit': '50/s' }, {}).rateLimit).toBe(50)
+    expect(loadConfig({}, { ROSTER_RATE_LIMIT: '5/s' }).rateLimit).toBe(5)
+    expect(loadConfig({ 'rate-limit': 'off' }, { ROSTER_RATE_LIMIT: '5/s' }).rateLimit).toBe(null)
+  })
+
   test('public URL keeps a path and drops the trailing slash', () => {
     expect(loadConfig({ 'public-url': 'https://x.example.com/api/' }, {}).publicUrl).toBe(
       'https://x.example.com/api',
@@ -84,6 +91,10 @@ describe('loadConfig', () => {
     [{ 'max-file-size': '1.5MiB' }, {}, '--max-file-size'],
     [{ 'max-file-size': '0' }, {}, '--max-file-size'],
     [{ 'max-files': '0' }, {}, '--max-files'],
+    [{ 'rate-limit': '50' }, {}, '--rate-limit'],
+    [{ 'rate-limit': '0/s' }, {}, '--rate-limit'],
+    [{ 'rate-limit': '50/m' }, {}, '--rate-limit'],
+    [{}, { ROSTER_RATE_LIMIT: '1.5/s' }, 'ROSTER_RATE_LIMIT'],
   ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)
