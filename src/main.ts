@@ -1,9 +1,11 @@
+import * as backup from './cli/backup'
 import * as keys from './cli/keys'
 import * as migrate from './cli/migrate'
 import * as openapi from './cli/openapi'
 import * as serve from './cli/serve'
 import * as users from './cli/users'
 import { ConfigError } from './config'
+import { BackupError } from './db/backup'
 import { DatabaseOpenError } from './db/client'
 import { DataDirError, VERSION } from './deps'
 import { ServerStartError } from './server'
@@ -18,7 +20,8 @@ Commands:
   migrate    apply the embedded database migrations and exit
   openapi    print the OpenAPI document
   keys       create, list or revoke API keys (roster keys --help)
-  users      create a user, e.g. the first one (roster users --help)
+  users      create, import or export users (roster users --help)
+  backup     write a consistent copy of the live database to a file
 
 Flags:
   -h, --help     show help (also after a command: roster serve --help)
@@ -34,10 +37,11 @@ const COMMANDS: Record<string, Command> = {
   openapi: openapi.run,
   keys: keys.run,
   users: users.run,
+  backup: backup.run,
 }
 
 /** Failures a user can act on: one line, no stack. */
-const EXPECTED = [ConfigError, DataDirError, DatabaseOpenError, ServerStartError]
+const EXPECTED = [ConfigError, DataDirError, DatabaseOpenError, ServerStartError, BackupError]
 
 export async function main(
   argv: string[],
