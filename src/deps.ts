@@ -131,7 +131,8 @@ export function purgeExpired(deps: Deps): void {
 
 function prepareDirectory(path: string): void {
   try {
-    mkdirSync(path, { recursive: true })
+    // Created owner-only; an existing directory keeps the mode its owner gave it.
+    mkdirSync(path, { recursive: true, mode: 0o700 })
     accessSync(path, constants.W_OK | constants.R_OK)
   } catch (error) {
     const code = (error as { code?: string }).code ?? 'error'

@@ -1,4 +1,5 @@
 import { Database } from 'bun:sqlite'
+import { chmodSync, existsSync } from 'node:fs'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import * as schema from './schema'
 
@@ -18,8 +19,11 @@ export class DatabaseOpenError extends Error {}
  */
 export function openDatabase(path: string, options: OpenOptions): Db {
   let sqlite: Database
+  const isNew = !existsSync(path)
   try {
     sqlite = new Database(path, { create: true, strict: true })
+    // Password and key hashes live here: owner-only. SQLite gives -wal and -shm the same mode.
+    if (isNew) chmodSync(path, 0o600)
     sqlite.run('PRAGMA busy_timeout = 5000')
     sqlite.run('PRAGMA journal_mode = WAL')
   } catch (error) {

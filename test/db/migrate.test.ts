@@ -1,6 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { renderMigrationsModule } from '../../scripts/embed-migrations'
 import { DatabaseOpenError, openDatabase } from '../../src/db/client'
@@ -39,6 +39,21 @@ describe('runMigrations', () => {
     expect(pragma(normal.$client, 'synchronous')).toBe(1)
     full.$client.close()
     normal.$client.close()
+  })
+
+  test('a new database, its WAL and a new data dir are readable by the owner only', async () => {
+    using dir = tempDir()
+    const { makeDeps } = await import('../../src/deps')
+    const { testConfig } = await import('../../src/config')
+    const { memoryLogger } = await import('../../src/log')
+    const dataDir = join(dir.path, 'fresh')
+    const deps = makeDeps(testConfig({ dataDir }), memoryLogger())
+    deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null })
+    const mode = (path: string) => statSync(path).mode & 0o777
+    expect(mode(dataDir)).toBe(0o700)
+    expect(mode(join(dataDir, 'roster.db'))).toBe(0o600)
+    expect(mode(join(dataDir, 'roster.db-wal'))).toBe(0o600)
+    deps.db.$client.close()
   })
 
   test('refuses a database that has a migration this binary does not know', () => {
