@@ -50,9 +50,16 @@ export class DataDirError extends Error {}
 
 /**
  * Prepares the data directory, opens the database and applies the embedded migrations.
- * Throws DataDirError or DatabaseOpenError with a one-line reason.
+ * Throws DataDirError or DatabaseOpenError with a one-line reason. `sweepUploads` (the server
+ * at start) deletes upload files a crash left behind; CLI commands must not, since a server
+ * may be running beside them with uploads in flight.
  */
-export function makeDeps(config: Config, log: Logger, now: () => Date = () => new Date()): Deps {
+export function makeDeps(
+  config: Config,
+  log: Logger,
+  now: () => Date = () => new Date(),
+  options: { sweepUploads?: boolean } = {},
+): Deps {
   const uploadDir = join(config.dataDir, 'uploads')
   prepareDirectory(config.dataDir)
   prepareDirectory(uploadDir)
@@ -117,8 +124,10 @@ export function makeDeps(config: Config, log: Logger, now: () => Date = () => ne
       webhook_events: inbox.count(),
     }),
   }
-  const swept = uploads.sweep()
-  if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
+  if (options.sweepUploads === true) {
+    const swept = uploads.sweep()
+    if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
+  }
   purgeExpired(deps)
   return deps
 }

@@ -36,7 +36,7 @@ export class ServerStartError extends Error {}
  * Throws DataDirError, DatabaseOpenError or ServerStartError.
  */
 export function startServer(config: Config, log: Logger): RunningServer {
-  const deps = makeDeps(config, log)
+  const deps = makeDeps(config, log, undefined, { sweepUploads: true })
   const routes = new RouteTable()
   const accessLog = new AccessLog(config.logFile)
   const app = createApp(deps, { routes, accessLog })

@@ -106,8 +106,15 @@ describe('after a crash', () => {
     writeFileSync(join(first.uploadDir, '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
     writeFileSync(join(first.uploadDir, 'fil_orphanedAAAAAAAAAAAAA'), 'no row')
     mkdirSync(join(first.uploadDir, '.incoming', 'stray-dir'))
+    // A CLI command opening the same data dir (a server may be running) leaves them alone.
+    const cli = makeDeps(config, memoryLogger())
+    expect(leftovers(cli.uploadDir).incoming.sort()).toEqual([
+      'fil_halfwrittenAAAAAAAAA',
+      'stray-dir',
+    ])
+    cli.db.$client.close()
     const log = memoryLogger()
-    const second = makeDeps(config, log)
+    const second = makeDeps(config, log, undefined, { sweepUploads: true })
     expect(leftovers(second.uploadDir)).toEqual({ placed: [kept], incoming: [] })
     expect(log.lines.join('')).toContain('removed 3 unfinished upload file(s)')
     second.db.$client.close()
