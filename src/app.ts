@@ -16,6 +16,7 @@ import { unroutedRequests } from './http/unrouted'
 import { metricsRoutes } from './metrics/routes'
 import { uploadRoutes } from './uploads/routes'
 import { type ApiVersion, usersRoutes } from './users/routes'
+import { registerEmailFormat } from './users/schema'
 import { webhookRoutes } from './webhooks/routes'
 
 /** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
@@ -35,6 +36,7 @@ export function createApp(
   deps: Deps,
   options: { routes?: RouteTable; accessLog?: AccessLog } = {},
 ) {
+  registerEmailFormat()
   const routes = options.routes ?? new RouteTable()
   const observers = answerObservers({
     routes,
