@@ -9,6 +9,7 @@ import { BackupError } from './db/backup'
 import { DatabaseOpenError } from './db/client'
 import { DataDirError, VERSION } from './deps'
 import { ServerStartError } from './server'
+import { ImportFileError } from './users/transfer'
 
 const HELP = () => `roster ${VERSION}: a users API with credentials, uploads and signed webhooks,
 in one executable.
@@ -41,7 +42,14 @@ const COMMANDS: Record<string, Command> = {
 }
 
 /** Failures a user can act on: one line, no stack. */
-const EXPECTED = [ConfigError, DataDirError, DatabaseOpenError, ServerStartError, BackupError]
+const EXPECTED = [
+  ConfigError,
+  DataDirError,
+  DatabaseOpenError,
+  ServerStartError,
+  BackupError,
+  ImportFileError,
+]
 
 export async function main(
   argv: string[],

@@ -67,6 +67,18 @@ const recordColumns = {
 
 export type UserService = ReturnType<typeof createUserService>
 
+/** A user as `roster users export` writes it. */
+export interface ExportedUser {
+  id: number
+  name: string
+  email: string
+  created_at: string
+  updated_at: string
+  password_hash: string | null
+}
+
+const ROLLBACK = Symbol('rollback')
+
 /**
  * Users over the database. Every per-request query is prepared once here; writes run in
  * BEGIN IMMEDIATE transactions so the read-check-write of a guarded update is atomic.
@@ -130,6 +142,16 @@ export function createUserService(
     .delete(users)
     .where(eq(users.id, sql.placeholder('id')))
     .prepare()
+  const takenKeys = sqlite.query<{ email_key: string }, [string]>(
+    'SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?))',
+  )
+  const insertPlain = sqlite.query(
+    `INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?5)`,
+  )
+  const exportRows = sqlite.query<ExportedUser, []>(
+    'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id',
+  )
   const filtered = new FilteredQueries(sqlite)
   const readSearch = sqlite.transaction((request: SearchRequest) => filtered.search(request))
   const transaction = <T>(work: () => T): T => db.$client.transaction(work).immediate()
@@ -203,6 +225,57 @@ export function createUserService(
         if (changes.passwordHash !== undefined) hooks.onPasswordChange?.(id)
         return updated
       })
+    },
+
+    /** Which of these emails users already have, as email keys (one query for all). */
+    emailsTaken(emails: readonly string[]): Set<string> {
+      if (emails.length === 0) return new Set()
+      const keys = JSON.stringify(emails.map(emailKey))
+      return new Set(takenKeys.all(keys).map((row) => row.email_key))
+    },
+
+    /**
+     * Every user in id order, password hash included, from one snapshot: the read transaction
+     * stays open until the iteration ends (for export; writers are not held up in WAL mode).
+     */
+    *exportAll(): Generator<ExportedUser> {
+      sqlite.run('BEGIN')
+      try {
+        yield* exportRows.iterate()
+      } finally {
+        sqlite.run('COMMIT')
+      }
+    },
+
+    /**
+     * Inserts many users in one transaction (one fsync). A row whose email is taken is
+     * reported by index; with `allOrNothing`, any such row rolls the whole batch back.
+     */
+    insertMany(
+      rows: readonly { name: string; email: string; passwordHash: string | null }[],
+      options: { allOrNothing: boolean },
+    ): { inserted: number; conflicts: number[] } {
+      const conflicts: number[] = []
+      let inserted = 0
+      const at = now().toISOString()
+      try {
+        transaction(() => {
+          rows.forEach((row, index) => {
+            try {
+              insertPlain.run(row.name.trim(), row.email, emailKey(row.email), row.passwordHash, at)
+              inserted += 1
+            } catch (error) {
+              if ((error as { code?: string }).code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error
+              conflicts.push(index)
+            }
+          })
+          if (options.allOrNothing && conflicts.length > 0) throw ROLLBACK
+        })
+      } catch (error) {
+        if (error !== ROLLBACK) throw error
+        inserted = 0
+      }
+      return { inserted, conflicts }
     },
 
     /** id and password hash by email, compared without regard to case (for sign-in). */

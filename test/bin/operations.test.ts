@@ -64,3 +64,130 @@ describe('roster backup (the compiled binary)', () => {
     }
   })
 })
+
+describe('roster users export and import (the compiled binary)', () => {
+  const PASSWORD = 'correct horse battery staple'
+
+  test('export with password hashes, import into another roster: same users, same passwords, formulas intact', async () => {
+    using from = tempDir()
+    using to = tempDir()
+    const created = await runBinary(
+      [
+        'users',
+        'create',
+        '--name',
+        '=cmd|calc',
+        '--email',
+        'ada@example.com',
+        '--password-stdin',
+        '--data-dir',
+        from.path,
+      ],
+      { stdin: `${PASSWORD}\n` },
+    )
+    expect(created.code).toBe(0)
+    await runBinary([
+      'users',
+      'create',
+      '--name',
+      'Bo, "B"',
+      '--email',
+      'bo@example.com',
+      '--data-dir',
+      from.path,
+    ])
+    const exported = await runBinary([
+      'users',
+      'export',
+      '--format',
+      'csv',
+      '--with-password-hashes',
+      '--data-dir',
+      from.path,
+    ])
+    expect(exported.code).toBe(0)
+    expect(exported.stderr).toBe('exported 2 users (csv)\n')
+    expect(exported.stdout).toContain("1,'=cmd|calc,ada@example.com")
+    const file = join(from.path, 'users.csv')
+    await Bun.write(file, exported.stdout)
+
+    const imported = await runBinary(['users', 'import', file, '--data-dir', to.path])
+    expect(imported.code).toBe(0)
+    expect(imported.stdout).toMatch(/^imported 2 users in [0-9.]+ s\n$/)
+    expect(imported.stderr).toContain('checking: 2 rows (100%)')
+
+    const again = await runBinary(['users', 'export', '--data-dir', to.path])
+    expect(
+      again.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).name),
+    ).toEqual(['=cmd|calc', 'Bo, "B"'])
+    const server = await startBinary(['--data-dir', to.path])
+    try {
+      const login = await fetch(`${server.url}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'ada@example.com', password: PASSWORD }),
+      })
+      expect(login.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('one invalid row imports nothing and lists every problem by line; --skip-invalid imports the rest', async () => {
+    using dir = tempDir()
+    const file = join(dir.path, 'users.jsonl')
+    await Bun.write(
+      file,
+      [
+        '{"name":"Ada","email":"ada@example.com"}',
+        '{"name":"Bad email","email":"nope"}',
+        '',
+        '{"name":"Ada again","email":"ADA@example.com"}',
+        '{"name":"Secret","email":"s@example.com","password":"short1"}',
+        '{"name":"Cy","email":"cy@example.com","password":"a fine long password"}',
+      ].join('\n'),
+    )
+    const refused = await runBinary(['users', 'import', file, '--data-dir', dir.path])
+    expect(refused.code).toBe(1)
+    const lines = refused.stderr.split('\n').filter((line) => line.startsWith('line '))
+    expect(lines).toEqual([
+      'line 2: email must be a valid email address of at most 254 characters (received "nope")',
+      'line 4: email ADA@example.com is already on line 1',
+      'line 5: password must be 8–128 characters',
+    ])
+    expect(refused.stderr).toContain('roster: 3 invalid row(s); nothing was imported')
+    expect(refused.stderr).not.toContain('short1')
+    expect((await runBinary(['users', 'export', '--data-dir', dir.path])).stdout).toBe('')
+
+    const partial = await runBinary(
+      ['users', 'import', '-', '--skip-invalid', '--data-dir', dir.path],
+      {
+        stdin: await Bun.file(file).text(),
+      },
+    )
+    expect(partial.code).toBe(0)
+    expect(partial.stdout).toMatch(/^imported 2 users in [0-9.]+ s; skipped 3 invalid row\(s\)\n$/)
+    const emails = (await runBinary(['users', 'export', '--data-dir', dir.path])).stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).email)
+    expect(emails).toEqual(['ada@example.com', 'cy@example.com'])
+  })
+
+  test('usage errors are one line and exit 2', async () => {
+    for (const args of [
+      ['users'],
+      ['users', 'delete'],
+      ['users', 'import'],
+      ['users', 'import', '/no/such/file.jsonl'],
+      ['users', 'export', '--format', 'xml'],
+    ]) {
+      const result = await runBinary(args)
+      expect({ args, code: result.code }).toEqual({ args, code: 2 })
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    }
+  })
+})

@@ -1,0 +1,279 @@
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { receivedText } from '../http/errors'
+import { CsvParser, csvField, unguardFormula } from './csv'
+import { CreateUserBody, registerEmailFormat } from './schema'
+import { type ExportedUser, emailKey, type UserService } from './service'
+
+export type TransferFormat = 'jsonl' | 'csv'
+
+const EXPORT_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at'] as const
+/** Fields an import reads. */
+const IMPORTED = new Set(['name', 'email', 'password', 'password_hash'])
+/** Fields an export writes that an import accepts and drops (imported users get new ones). */
+const IGNORED = new Set(['id', 'created_at', 'updated_at', 'version'])
+
+/** The lines of an export, header first for CSV; each ends with a line break. */
+export function* exportLines(
+  users: Iterable<ExportedUser>,
+  format: TransferFormat,
+  withPasswordHashes: boolean,
+): Generator<string> {
+  const columns: (keyof ExportedUser)[] = [...EXPORT_COLUMNS]
+  if (withPasswordHashes) columns.push('password_hash')
+  if (format === 'csv') {
+    yield `${columns.join(',')}\r\n`
+    for (const user of users) yield `${columns.map((c) => csvField(user[c])).join(',')}\r\n`
+    return
+  }
+  for (const user of users) {
+    const line: Record<string, unknown> = {}
+    for (const column of columns) line[column] = user[column]
+    yield `${JSON.stringify(line)}\n`
+  }
+}
+
+/** One row of an import as read, before validation. */
+export type ImportRecord =
+  | { line: number; value: Record<string, unknown> }
+  | { line: number; error: string }
+
+/** The input cannot be imported at all (bad header, unreadable encoding, broken CSV). */
+export class ImportFileError extends Error {}
+
+/**
+ * Reads an import's rows from its bytes: JSON Lines (one object per line, blank lines
+ * skipped) or CSV with a header row. Each row comes with the line it starts on.
+ */
+export async function* readRecords(
+  source: AsyncIterable<Uint8Array>,
+  format: TransferFormat,
+  onBytes: (bytes: number) => void = () => {},
+): AsyncGenerator<ImportRecord> {
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+  const lines = format === 'csv' ? new CsvRows() : new JsonLines()
+  try {
+    for await (const chunk of source) {
+      onBytes(chunk.byteLength)
+      yield* lines.push(decoder.decode(chunk, { stream: true }))
+    }
+    yield* lines.push(decoder.decode())
+    yield* lines.end()
+  } catch (error) {
+    if (error instanceof TypeError) throw new ImportFileError('the file is not valid UTF-8')
+    if (error instanceof ImportFileError) throw error
+    throw new ImportFileError((error as Error).message)
+  }
+}
+
+class JsonLines {
+  private rest = ''
+  private line = 0;
+
+  *push(text: string): Generator<ImportRecord> {
+    const parts = (this.rest + text).split('\n')
+    this.rest = parts.pop() ?? ''
+    for (const part of parts) yield* this.parse(part)
+  }
+
+  *end(): Generator<ImportRecord> {
+    if (this.rest !== '') yield* this.parse(this.rest)
+    this.rest = ''
+  }
+
+  private *parse(text: string): Generator<ImportRecord> {
+    this.line++
+    const trimmed = text.trim()
+    if (trimmed === '') return
+    let value: unknown
+    try {
+      value = JSON.parse(trimmed)
+    } catch {
+      yield { line: this.line, error: 'not valid JSON' }
+      return
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      yield { line: this.line, error: 'not a JSON object' }
+      return
+    }
+    yield { line: this.line, value: value as Record<string, unknown> }
+  }
+}
+
+class CsvRows {
+  private readonly parser = new CsvParser()
+  private header: string[] | null = null;
+
+  *push(text: string): Generator<ImportRecord> {
+    for (const record of this.parser.push(text)) yield* this.toRecord(record)
+  }
+
+  *end(): Generator<ImportRecord> {
+    for (const record of this.parser.end()) yield* this.toRecord(record)
+    if (this.header === null) throw new ImportFileError('the file is empty: CSV needs a header row')
+  }
+
+  private *toRecord(record: { line: number; fields: string[] }): Generator<ImportRecord> {
+    if (this.header === null) {
+      this.header = readHeader(record.fields)
+      return
+    }
+    if (record.fields.length !== this.header.length) {
+      yield {
+        line: record.line,
+        error: `has ${record.fields.length} fields; the header has ${this.header.length}`,
+      }
+      return
+    }
+    const value: Record<string, unknown> = {}
+    this.header.forEach((column, i) => {
+      const field = record.fields[i] as string
+      // An empty cell is an absent value; the formula guard of an export comes off.
+      if (field !== '') value[column] = unguardFormula(field)
+    })
+    yield { line: record.line, value }
+  }
+}
+
+function readHeader(fields: string[]): string[] {
+  const columns = fields.map((field) => field.trim().toLowerCase())
+  const unknown = columns.filter((c) => !IMPORTED.has(c) && !IGNORED.has(c))
+  if (unknown.length > 0) {
+    throw new ImportFileError(
+      `line 1: unknown column ${JSON.stringify(unknown[0])} (roster reads name, email, password, password_hash; id, created_at, updated_at and version are accepted and ignored)`,
+    )
+  }
+  const repeated = columns.find((c, i) => columns.indexOf(c) !== i)
+  if (repeated !== undefined)
+    throw new ImportFileError(`line 1: column "${repeated}" appears twice`)
+  for (const required of ['name', 'email']) {
+    if (!columns.includes(required)) {
+      throw new ImportFileError(`line 1: the header has no "${required}" column`)
+    }
+  }
+  return columns
+}
+
+/** A row that passed validation. */
+export interface ImportRow {
+  line: number
+  name: string
+  email: string
+  password: string | null
+  passwordHash: string | null
+}
+
+export interface RowError {
+  line: number
+  message: string
+}
+
+const validUser = TypeCompiler.Compile(CreateUserBody)
+
+// argon2 (PHC strings) and bcrypt, which Bun.password.verify reads. The cost parameters are
+// capped: a hash with a huge memory cost would make every sign-in of that user a denial of
+// service (at most 64 MiB, as roster's own hashes use).
+const ARGON2 =
+  /^\$argon2(id|i|d)\$v=19\$m=(\d{1,7}),t=(\d{1,3}),p=(\d{1,2})\$[A-Za-z0-9+/]{11,86}\$[A-Za-z0-9+/]{16,86}$/
+const BCRYPT = /^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$/
+
+function passwordHashProblem(hash: string): string | null {
+  const argon2 = ARGON2.exec(hash)
+  if (argon2 !== null) {
+    const [memory, time, lanes] = [Number(argon2[2]), Number(argon2[3]), Number(argon2[4])]
+    if (memory > 65536 || time > 16 || lanes > 8) {
+      return 'password_hash has argon2 costs above m=65536,t=16,p=8'
+    }
+    return null
+  }
+  const bcrypt = BCRYPT.exec(hash)
+  if (bcrypt !== null)
+    return Number(bcrypt[1]) > 16 ? 'password_hash has a bcrypt cost above 16' : null
+  return 'password_hash must be an argon2 (PHC string) or bcrypt hash'
+}
+
+/**
+ * Checks each row as POST /users would (name, email, password rules), plus password_hash, and
+ * email uniqueness against the database and the rows before it. Messages never include a
+ * password or a hash.
+ */
+export class RowValidator {
+  private readonly seen = new Map<string, number>()
+
+  constructor(private readonly users: UserService) {
+    registerEmailFormat()
+  }
+
+  /** One row (see checkBatch). */
+  check(line: number, value: Record<string, unknown>): ImportRow | RowError {
+    return this.checkBatch([{ line, value }])[0] as ImportRow | RowError
+  }
+
+  /**
+   * Rows in file order; the emails of a batch are looked up in the database with one query
+   * (a lookup per row cost a third of an import's time).
+   */
+  checkBatch(records: readonly { line: number; value: Record<string, unknown> }[]) {
+    const checked = records.map(({ line, value }) => checkFields(line, value))
+    const taken = this.users.emailsTaken(
+      checked.flatMap((row) => ('message' in row ? [] : [row.email])),
+    )
+    return checked.map((row): ImportRow | RowError => {
+      if ('message' in row) return row
+      const key = emailKey(row.email)
+      const earlier = this.seen.get(key)
+      if (earlier !== undefined) {
+        return { line: row.line, message: `email ${row.email} is already on line ${earlier}` }
+      }
+      if (taken.has(key)) {
+        return { line: row.line, message: `a user with email ${row.email} already exists` }
+      }
+      this.seen.set(key, row.line)
+      return row
+    })
+  }
+}
+
+/** Everything about a row but whether its email is new. */
+function checkFields(line: number, value: Record<string, unknown>): ImportRow | RowError {
+  const problems: string[] = []
+  const input: Record<string, unknown> = {}
+  for (const [field, given] of Object.entries(value)) {
+    if (IGNORED.has(field) || given === null) continue
+    if (!IMPORTED.has(field)) problems.push(`unknown field ${JSON.stringify(field)}`)
+    else if (field !== 'password_hash') input[field] = given
+  }
+  const hash = value.password_hash ?? null
+  if (hash !== null) {
+    const problem =
+      typeof hash === 'string' ? passwordHashProblem(hash) : 'password_hash must be a string'
+    if (problem !== null) problems.push(problem)
+    if (input.password !== undefined) problems.push('give password or password_hash, not both')
+  }
+  if (!validUser.Check(input)) problems.push(...schemaProblems(input))
+  if (problems.length > 0) return { line, message: problems.join('; ') }
+  return {
+    line,
+    name: input.name as string,
+    email: input.email as string,
+    password: (input.password as string | undefined) ?? null,
+    passwordHash: hash as string | null,
+  }
+}
+
+function schemaProblems(input: Record<string, unknown>): string[] {
+  const byField = new Map<string, string>()
+  for (const issue of validUser.Errors(input)) {
+    const field = issue.path.slice(1) || 'row'
+    if (byField.has(field)) continue
+    const custom = (issue.schema as { error?: unknown }).error
+    const message = typeof custom === 'string' ? custom : issue.message
+    const shown = field === 'password' ? undefined : receivedText(input[field])
+    byField.set(
+      field,
+      input[field] === undefined
+        ? `${field} is required`
+        : `${field} ${message}${shown === undefined ? '' : ` (received ${JSON.stringify(shown)})`}`,
+    )
+  }
+  return [...byField.values()]
+}
