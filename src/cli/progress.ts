@@ -15,7 +15,7 @@ export interface ProgressOutput {
 export class Progress {
   private bytes = 0
   private rows = 0
-  private lastDraw = 0
+  private lastDraw = Number.NEGATIVE_INFINITY
   private lastPlainTenth = 0
   private readonly started = performance.now()
   private readonly tty: boolean
