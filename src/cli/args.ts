@@ -77,7 +77,9 @@ export function renderFlags(specs: readonly FlagSpec[]): string {
   return specs
     .map((spec, i) => {
       const env = spec.env.length > 0 ? `env ${spec.env.join(', then ')}; ` : ''
-      const lines = wrap(`${spec.help} (${env}default ${spec.defaultText})`, HELP_WIDTH - width)
+      const fallback =
+        spec.defaultText === '(required)' ? 'required' : `default ${spec.defaultText}`
+      const lines = wrap(`${spec.help} (${env}${fallback})`, HELP_WIDTH - width)
       return lines
         .map((line, j) => (j === 0 ? (left[i] ?? '') : '').padEnd(width) + line)
         .join('\n')

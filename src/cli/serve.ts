@@ -32,13 +32,18 @@ export async function run(
   const config = loadConfig(configFlags(flags), env)
   const log = createLogger()
   const server = startServer(config, log)
-  log.info(`roster ${VERSION} listening on ${server.url}`, {
-    version: VERSION,
-    address: server.url,
-    data_dir: config.dataDir,
-    users_access: config.usersAccess,
-    sync: config.sync,
-  })
+  const rate = config.rateLimit === null ? 'off' : `${config.rateLimit}/s`
+  log.info(
+    `roster ${VERSION} listening on ${server.url}; data in ${config.dataDir}; /users ${config.usersAccess}; sync ${config.sync}; rate limit ${rate}`,
+    {
+      version: VERSION,
+      address: server.url,
+      data_dir: config.dataDir,
+      users_access: config.usersAccess,
+      sync: config.sync,
+      rate_limit: rate,
+    },
+  )
   if (config.webhookSecrets.length === 0) {
     log.warn(
       'ROSTER_WEBHOOK_SECRET is not set: every webhook delivery will be refused with 400 INVALID_SIGNATURE',

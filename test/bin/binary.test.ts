@@ -35,6 +35,50 @@ describe('roster (the compiled binary)', () => {
     expect(serveHelp.stdout).toContain('ROSTER_DATA_DIR')
   })
 
+  test('each command’s --help lists every flag with its env var and default', async () => {
+    const { SERVE_OPTIONS } = await import('../../src/config')
+    const flat = (text: string) => text.replace(/\s+/g, ' ')
+    const serve = flat((await runBinary(['serve', '--help'])).stdout)
+    for (const spec of SERVE_OPTIONS) {
+      expect(serve).toContain(`--${spec.flag}`)
+      for (const env of spec.env) expect(serve).toContain(env)
+      expect(serve).toContain(`default ${spec.defaultText}`)
+    }
+    expect(serve).toContain('ROSTER_WEBHOOK_SECRET')
+    const commands: [string[], string[]][] = [
+      [['migrate'], ['--data-dir']],
+      [['openapi'], []],
+      [['backup'], ['--data-dir']],
+      [['keys'], ['--name', '--json', '--data-dir']],
+      [
+        ['users'],
+        [
+          '--name',
+          '--email',
+          '--password-stdin',
+          '--format',
+          '--with-password-hashes',
+          '--skip-invalid',
+          '--data-dir',
+        ],
+      ],
+    ]
+    for (const [command, flags] of commands) {
+      const help = await runBinary([...command, '--help'])
+      expect({ command, code: help.code }).toEqual({ command, code: 0 })
+      const text = flat(help.stdout)
+      expect(text).toStartWith(`Usage: roster ${command[0]}`)
+      for (const flag of flags)
+        expect({ command, flag, listed: text.includes(flag) }).toEqual({
+          command,
+          flag,
+          listed: true,
+        })
+      if (flags.includes('--data-dir'))
+        expect(text).toContain('env ROSTER_DATA_DIR; default ./data')
+    }
+  })
+
   test('an unknown flag or command exits 2 with one line and no stack', async () => {
     using cwd = tempDir()
     for (const args of [
@@ -107,7 +151,7 @@ describe('roster (the compiled binary)', () => {
 
   test('the startup line names the version, address, data dir and access mode', async () => {
     using dir = tempDir()
-    const server = await startBinary(['--data-dir', dir.path])
+    const server = await startBinary(['--data-dir', dir.path, '--rate-limit', '20/s'])
     const line = JSON.parse(server.stderr[0] as string)
     expect(line).toMatchObject({
       level: 'info',
@@ -115,7 +159,12 @@ describe('roster (the compiled binary)', () => {
       address: server.url,
       data_dir: dir.path,
       users_access: 'open',
+      sync: 'full',
+      rate_limit: '20/s',
     })
+    expect(line.message).toBe(
+      `roster ${JSON.parse(server.stderr[0] as string).version} listening on ${server.url}; data in ${dir.path}; /users open; sync full; rate limit 20/s`,
+    )
     await server.stop()
   })
 

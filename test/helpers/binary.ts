@@ -75,7 +75,7 @@ export async function startBinary(
       const line = buffered.slice(0, newline)
       buffered = buffered.slice(newline + 1)
       stderr.push(line)
-      url ??= /listening on (http:\/\/[^"\s]+)/.exec(line)?.[1] ?? null
+      url ??= /listening on (http:\/\/[^"\s;]+)/.exec(line)?.[1] ?? null
       newline = buffered.indexOf('\n')
     }
   }
