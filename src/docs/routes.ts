@@ -29,7 +29,7 @@ export function docsRoutes(version: string) {
             title: 'roster',
             version,
             description:
-              'A users API with credentials, uploads and signed webhooks, in one executable. Unversioned paths are v1; every /X also answers as /v1/X (not listed here) and as /v2/X. Errors use one envelope, described at /docs/errors.',
+              'A users API with credentials, uploads and signed webhooks, in one executable. Unversioned paths are v1; every /X also answers as /v1/X (not listed here) and as /v2/X. Errors use one envelope, described at /docs/errors. When the server runs with --rate-limit, every route but /health and /metrics may also answer 429 RATE_LIMITED with Retry-After, and carries RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset and RateLimit-Policy.',
           },
           tags: [
             { name: 'users', description: 'User records' },
