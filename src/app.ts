@@ -48,7 +48,14 @@ export function createApp(
     .use(requestContext)
     .use(jsonResponses(observers.onAnswer))
     // Before any route: Elysia's hooks cover only the routes registered after them.
-    .use(errorHandler({ publicUrl: deps.config.publicUrl, routes, log: deps.log }))
+    .use(
+      errorHandler({
+        publicUrl: deps.config.publicUrl,
+        routes,
+        log: deps.log,
+        onAnswer: observers.onAnswer,
+      }),
+    )
     .use(corsPolicy(deps.config.corsOrigins, routes))
     .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, () => deps.now().getTime()))
     .use(csrfGuard(deps.config))

@@ -116,6 +116,11 @@ describe('the listening server', () => {
         ['/users/abc', {}],
         ['/docs', { redirect: 'manual' }],
         ['/swagger', {}],
+        // Refused by an onRequest hook (the CSRF guard), before any route.
+        [
+          '/users',
+          { method: 'POST', headers: { cookie: 'session=x', origin: 'https://evil.test' } },
+        ],
       ]
       for (const [path, init] of requests) await fetch(`${u}${path}`, init)
       const started = performance.now()
@@ -137,10 +142,14 @@ describe('the listening server', () => {
         ['GET', '/users/:id', 404],
         ['GET', '/docs', 302],
         ['GET', '/swagger', 200],
+        ['POST', '/users', 403],
       ])
       for (const entry of entries.filter((e) => e.status >= 400)) {
         expect(entry.bytes).toBeGreaterThan(100)
       }
+      const metrics = server.deps.metrics.http
+      expect(metrics.count('/users', 'POST', 403)).toBe(1)
+      expect(metrics.count('/users', 'POST', 400)).toBe(1)
     })
   })
 

@@ -6,9 +6,11 @@ import { pathOf, type RouteTable } from './route-table'
 import { CATCH_ALL } from './unrouted'
 
 const STARTED = Symbol('roster.startedAt')
+const OBSERVED = Symbol('roster.observed')
 
 interface Timed {
   [STARTED]?: number
+  [OBSERVED]?: true
 }
 
 /**
@@ -28,8 +30,16 @@ export function answerObservers(options: {
     startClock: new Elysia({ name: 'answer-clock' }).onRequest(function startClock({ set }) {
       ;(set as Timed)[STARTED] = performance.now()
     }),
+    /**
+     * Records an answer once. Errors are reported by the error handler (errors thrown by
+     * onRequest hooks, the rate limit and the CSRF guard, never reach mapResponse); when one
+     * then passes through mapResponse too, the second report is ignored.
+     */
     onAnswer(answer: MappedAnswer): void {
-      const begun = (answer.set as Timed)[STARTED] ?? performance.now()
+      const timed = answer.set as Timed
+      if (timed[OBSERVED]) return
+      timed[OBSERVED] = true
+      const begun = timed[STARTED] ?? performance.now()
       const ms = performance.now() - begun
       // The catch-all answers 404, 405 and preflights for every path: label it with the route
       // the path belongs to, if any, never with the path itself.

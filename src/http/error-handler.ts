@@ -1,16 +1,18 @@
 import { Elysia, ParseError, ValidationError } from 'elysia'
 import type { Logger } from '../log'
 import { AppError, badRequest, validationFailed } from './errors'
-import { jsonResponse } from './json-response'
+import { jsonResponse, type MappedAnswer } from './json-response'
 import { publicBaseUrl } from './request-context'
 import { pathOf, type RouteTable } from './route-table'
-import { notFoundOrMethodNotAllowed } from './unrouted'
+import { CATCH_ALL, notFoundOrMethodNotAllowed } from './unrouted'
 import { detailsFromValidation } from './validation'
 
 export interface ErrorHandlerOptions {
   publicUrl: string | null
   routes: RouteTable
   log: Logger
+  /** Told of every error answer (for the access log and metrics). */
+  onAnswer?: (answer: MappedAnswer) => void
 }
 
 /**
@@ -21,12 +23,22 @@ export interface ErrorHandlerOptions {
 export function errorHandler(options: ErrorHandlerOptions) {
   return new Elysia({ name: 'error-handler' }).onError(
     { as: 'global' },
-    function renderError({ error, code, request, set }) {
+    function renderError({ error, code, request, set, route }) {
       const requestId = String(set.headers['x-request-id'] ?? '')
       const appError = toAppError(error, code, request, options, requestId)
       const response = errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
       set.status = appError.status
-      set.headers['content-length'] = response.headers.get('content-length') ?? undefined
+      const length = response.headers.get('content-length')
+      set.headers['content-length'] = length ?? undefined
+      options.onAnswer?.({
+        set,
+        request,
+        // Before routing (an onRequest hook threw) there is no route yet: label it by path.
+        route: typeof route === 'string' && route !== '' ? route : CATCH_ALL,
+        status: appError.status,
+        bytes: request.method === 'HEAD' ? 0 : Number(length ?? 0),
+        requestId,
+      })
       return response
     },
   )
