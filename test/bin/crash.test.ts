@@ -273,9 +273,8 @@ describe('graceful stop (the compiled binary)', () => {
     const took = performance.now() - signalled
     expect(late).toBe('refused')
     expect(answers.map((response) => response.status)).toEqual([201, ...writes.map(() => 201)])
-    expect(((await answers[0]?.json()) as { files: { size: number }[] }).files[0]?.size).toBe(
-      8 * 64 * 1024,
-    )
+    const stored = (await (answers[0] as Response).json()) as { files: { size: number }[] }
+    expect(stored.files[0]?.size).toBe(8 * 64 * 1024)
     expect(code).toBe(0)
     expect(took).toBeLessThan(10_000)
     expect(server.stderr.join('\n')).toContain('SIGTERM received, shutting down')

@@ -191,3 +191,40 @@ describe('roster users export and import (the compiled binary)', () => {
     }
   })
 })
+
+describe('metrics and the rate limit (the compiled binary)', () => {
+  test('/metrics counts real traffic by route template; --rate-limit answers 429 with its headers', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path, '--rate-limit', '5/s'])
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 7; i++) {
+        const response = await fetch(`${server.url}/users/${i + 1}`)
+        statuses.push(response.status)
+        if (response.status === 429) {
+          expect(response.headers.get('retry-after')).toBe('1')
+          expect(response.headers.get('ratelimit-limit')).toBe('5')
+          expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+            'RATE_LIMITED',
+          )
+        } else {
+          await response.arrayBuffer()
+        }
+      }
+      expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(1)
+      const metrics = await fetch(`${server.url}/metrics`)
+      expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8')
+      const text = await metrics.text()
+      expect(text).toMatch(
+        /^roster_http_requests_total\{method="GET",route="\/users\/:id",status="404"\} [1-5]$/m,
+      )
+      expect(text).toMatch(
+        /^roster_http_requests_total\{method="GET",route="\/users\/:id",status="429"\} [1-9]$/m,
+      )
+      expect(text).toMatch(/^process_resident_memory_bytes \d+$/m)
+      expect(text).toMatch(/^roster_build_info\{version="\d+\.\d+\.\d+"\} 1$/m)
+    } finally {
+      await server.stop()
+    }
+  })
+})

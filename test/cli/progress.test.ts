@@ -13,7 +13,9 @@ describe('Progress', () => {
     progress.advance(500, 50)
     progress.advance(500, 50)
     progress.finish()
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the redraw is an escape sequence.
     expect(writes[0]).toMatch(/^\r\x1b\[K\[#{12}-{12}\] checking: 50 rows \(50%\), [0-9,]+\/s$/)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the redraw is an escape sequence.
     expect(writes.at(-1)).toMatch(/^\r\x1b\[K\[#{24}\] checking: 100 rows \(100%\), [0-9,]+\/s\n$/)
   })
 
