@@ -4,9 +4,7 @@ import { clientIp } from '../http/client'
 import { AppError, notFound, validationFailed } from '../http/errors'
 import { jsonBody } from '../http/json-body'
 import { documented, errorResponses } from '../http/openapi-schemas'
-import { linkHeader, offsetTargets, readPage } from '../http/pagination'
-import { QueryReader } from '../http/query'
-import { publicBaseUrl } from '../http/request-context'
+import { offsetPageAnswer } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
 import type { User } from '../users/schema'
 import { toView } from '../users/service'
@@ -208,21 +206,12 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .get(
       '/api-keys',
-      ({ request, set }) => {
-        const query = new QueryReader(request.url)
-        const page = readPage(query)
-        query.assertValid()
-        const { data, total } = apiKeys.list(page)
-        const pagination = { ...page, total }
-        set.headers['x-total-count'] = String(total)
-        set.headers.link = linkHeader({
-          base: publicBaseUrl(request, config.publicUrl),
+      ({ request, set }) =>
+        offsetPageAnswer(request, set, {
           path: listPath,
-          limit: page.limit,
-          targets: offsetTargets(pagination),
-        })
-        return { data, pagination }
-      },
+          publicUrl: config.publicUrl,
+          list: (page) => apiKeys.list(page),
+        }),
       {
         auth: { schemes: ['apiKey'] },
         detail: {

@@ -1,4 +1,5 @@
-import type { QueryReader } from './query'
+import { QueryReader } from './query'
+import { publicBaseUrl } from './request-context'
 
 export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
@@ -66,4 +67,32 @@ export function linkHeader(options: LinkOptions): string {
     header += `${header === '' ? '' : ', '}${prefix}${position}>; rel="${rel}"`
   }
   return header
+}
+
+/**
+ * An offset-paginated list answer: reads `limit` and `offset` (refusing any other query
+ * parameter), lists the page, and sets X-Total-Count and Link. Shared by every list but v2's.
+ */
+export function offsetPageAnswer<T>(
+  request: Request,
+  set: { headers: Record<string, string | number | undefined> },
+  options: {
+    path: string
+    publicUrl: string | null
+    list: (page: PageRequest) => { data: T[]; total: number }
+  },
+): { data: T[]; pagination: Pagination } {
+  const query = new QueryReader(request.url)
+  const page = readPage(query)
+  query.assertValid()
+  const { data, total } = options.list(page)
+  const pagination = { ...page, total }
+  set.headers['x-total-count'] = String(total)
+  set.headers.link = linkHeader({
+    base: publicBaseUrl(request, options.publicUrl),
+    path: options.path,
+    limit: page.limit,
+    targets: offsetTargets(pagination),
+  })
+  return { data, pagination }
 }

@@ -12,7 +12,7 @@ import {
   type LinkTargets,
   lastOffset,
   linkHeader,
-  offsetTargets,
+  offsetPageAnswer,
   readPage,
 } from '../http/pagination'
 import { QueryReader } from '../http/query'
@@ -105,21 +105,12 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     version === 1
       ? app.get(
           '/users',
-          ({ request, set }) => {
-            const query = new QueryReader(request.url)
-            const page = readPage(query)
-            query.assertValid()
-            const { data, total } = users.list(page)
-            const pagination = { ...page, total }
-            set.headers['x-total-count'] = String(total)
-            set.headers.link = linkHeader({
-              base: publicBaseUrl(request, config.publicUrl),
+          ({ request, set }) =>
+            offsetPageAnswer(request, set, {
               path: listPath,
-              limit: page.limit,
-              targets: offsetTargets(pagination),
-            })
-            return { data, pagination }
-          },
+              publicUrl: config.publicUrl,
+              list: (page) => users.list(page),
+            }),
           {
             ...access.read,
             detail: {

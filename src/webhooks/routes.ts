@@ -4,9 +4,7 @@ import type { Deps } from '../deps'
 import { badRequest, validationFailed } from '../http/errors'
 import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
 import { documented, errorResponses } from '../http/openapi-schemas'
-import { linkHeader, offsetTargets, readPage } from '../http/pagination'
-import { QueryReader } from '../http/query'
-import { publicBaseUrl } from '../http/request-context'
+import { offsetPageAnswer } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
 import { EventPage, Received } from './schema'
 import { claimedScheme, type Verified, verifySignature } from './signature'
@@ -91,21 +89,12 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     })
     .get(
       '/webhooks/events',
-      ({ request, set }) => {
-        const query = new QueryReader(request.url)
-        const page = readPage(query)
-        query.assertValid()
-        const { data, total } = webhooks.inbox.list(page)
-        const pagination = { ...page, total }
-        set.headers['x-total-count'] = String(total)
-        set.headers.link = linkHeader({
-          base: publicBaseUrl(request, config.publicUrl),
+      ({ request, set }) =>
+        offsetPageAnswer(request, set, {
           path: listPath,
-          limit: page.limit,
-          targets: offsetTargets(pagination),
-        })
-        return { data, pagination }
-      },
+          publicUrl: config.publicUrl,
+          list: (page) => webhooks.inbox.list(page),
+        }),
       {
         auth: { schemes: ['apiKey'] },
         detail: {
