@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median, readRss, spawnServer } from './lib/process'
+import { BINARY, buildBinary, ROOT } from './lib/roster'
 import { ensureWrk, pinned, runWrk } from './lib/wrk'
 
-const root = join(import.meta.dir, '..')
-const roster = join(root, 'dist/roster')
+const roster = BINARY
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
@@ -40,8 +40,7 @@ async function run(command: string[], stdin?: string): Promise<string> {
 
 async function main() {
   await ensureWrk()
-  if (!args['no-build'])
-    Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+  buildBinary(args['no-build'])
   const dir = mkdtempSync(join(tmpdir(), 'roster-bench-auth-'))
   try {
     const data = join(dir, 'roster')
@@ -85,7 +84,7 @@ async function main() {
     )
     db.close()
     const baseline = await spawnServer(
-      pinned(0, [process.execPath, join(root, 'bench/baseline.ts'), baselineDb, '0', 'normal']),
+      pinned(0, [process.execPath, join(ROOT, 'bench/baseline.ts'), baselineDb, '0', 'normal']),
     )
     try {
       const login = await fetch(`${server.url}/login`, {

@@ -1,10 +1,6 @@
-// The crash test at a larger scale: SIGKILL under concurrent writes, --trials times (200 by
-// default), against the compiled binary. Same test as CI runs 20 times (test/bin/crash.test.ts).
-// Usage: bun bench/crash.ts [--trials 200] [--seed N] [--no-build]
-import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { buildBinary, ROOT } from './lib/roster'
 
-const root = join(import.meta.dir, '..')
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
@@ -13,13 +9,12 @@ const { values: args } = parseArgs({
     'no-build': { type: 'boolean', default: false },
   },
 })
-if (!args['no-build'])
-  Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+buildBinary(args['no-build'])
 const started = performance.now()
 const run = Bun.spawnSync(
   [process.execPath, 'test', '--timeout', '0', 'test/bin/crash.test.ts', '-t', 'SIGKILL'],
   {
-    cwd: root,
+    cwd: ROOT,
     env: {
       ...process.env,
       ROSTER_CRASH_TRIALS: args.trials,

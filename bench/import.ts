@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median } from './lib/process'
+import { BINARY, buildBinary } from './lib/roster'
 
-const root = join(import.meta.dir, '..')
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
@@ -46,13 +46,10 @@ function baseline(path: string, dbPath: string): number {
 
 async function roster(file: string, dataDir: string): Promise<number> {
   const started = performance.now()
-  const proc = Bun.spawn(
-    [join(root, 'dist/roster'), 'users', 'import', file, '--data-dir', dataDir],
-    {
-      stdout: 'pipe',
-      stderr: 'ignore',
-    },
-  )
+  const proc = Bun.spawn([BINARY, 'users', 'import', file, '--data-dir', dataDir], {
+    stdout: 'pipe',
+    stderr: 'ignore',
+  })
   const out = await new Response(proc.stdout).text()
   if (
     (await proc.exited) !== 0 ||
@@ -64,8 +61,7 @@ async function roster(file: string, dataDir: string): Promise<number> {
 }
 
 async function main() {
-  if (!args['no-build'])
-    Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+  buildBinary(args['no-build'])
   const dir = mkdtempSync(join(tmpdir(), 'roster-bench-import-'))
   try {
     const jsonl = join(dir, 'users.jsonl')

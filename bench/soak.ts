@@ -8,10 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { readRss, spawnServer } from './lib/process'
-import { pinned } from './lib/wrk'
+import { readRss } from './lib/process'
+import { buildBinary, pinLoadGenerator, startRoster } from './lib/roster'
 
-const root = join(import.meta.dir, '..')
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
@@ -96,25 +95,13 @@ function operations(state: { token: string; created: number[] }) {
 }
 
 async function main() {
-  Bun.spawnSync(['taskset', '-p', '-c', '1', String(process.pid)], {
-    stdout: 'ignore',
-    stderr: 'ignore',
-  })
-  if (!args['no-build'])
-    Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+  pinLoadGenerator()
+  buildBinary(args['no-build'])
   const dir = mkdtempSync(join(tmpdir(), 'roster-soak-'))
-  const server = await spawnServer(
-    pinned(0, [
-      join(root, 'dist/roster'),
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      join(dir, 'data'),
-      '--log-file',
-      join(dir, 'access.log'),
-    ]),
-  )
+  const server = await startRoster({
+    dataDir: join(dir, 'data'),
+    logFile: join(dir, 'access.log'),
+  })
   try {
     const url = server.url
     for (let i = 0; i < SEEDED; i++) {

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median, spawnServer } from './lib/process'
+import { BINARY, buildBinary, ROOT } from './lib/roster'
 import { pinned } from './lib/wrk'
 
-const root = join(import.meta.dir, '..')
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: { 'no-build': { type: 'boolean', default: false } },
@@ -40,8 +40,7 @@ async function curlUpload(args: string[]): Promise<{ seconds: number; status: nu
 }
 
 async function main() {
-  if (!args['no-build'])
-    Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+  buildBinary(args['no-build'])
   const dir = mkdtempSync(join(tmpdir(), 'roster-bench-upload-'))
   try {
     const big = join(dir, 'big.bin')
@@ -55,7 +54,7 @@ async function main() {
     const roster = async () =>
       spawnServer(
         pinned(0, [
-          join(root, 'dist/roster'),
+          BINARY,
           'serve',
           '--port',
           '0',
@@ -70,7 +69,7 @@ async function main() {
         ]),
       )
     const baseline = async () =>
-      spawnServer(pinned(0, [process.execPath, join(root, 'bench/upload-baseline.ts'), dir]))
+      spawnServer(pinned(0, [process.execPath, join(ROOT, 'bench/upload-baseline.ts'), dir]))
 
     const results: Record<string, { seconds: number; rss: number }> = {}
     for (const [name, start, args2] of [

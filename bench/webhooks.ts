@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median, type Spawned, spawnServer } from './lib/process'
+import { buildBinary, pinLoadGenerator, startRoster } from './lib/roster'
 import { pinned } from './lib/wrk'
 
-const root = join(import.meta.dir, '..')
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
   options: {
@@ -44,20 +44,12 @@ function delivery(run: string, n: number) {
   }
 }
 
-const startRoster = (dataDir: string) =>
-  spawnServer(
-    pinned(0, [
-      join(root, 'dist/roster'),
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--log-file',
-      join(dataDir, '..', 'access.log'),
-    ]),
-    { ROSTER_WEBHOOK_SECRET: SECRET },
-  )
+const rosterAt = (dataDir: string) =>
+  startRoster({
+    dataDir,
+    logFile: join(dataDir, '..', 'access.log'),
+    env: { ROSTER_WEBHOOK_SECRET: SECRET },
+  })
 
 interface Window {
   total: number
@@ -135,7 +127,7 @@ async function killMidway(dir: string) {
   const count = Number(args.deliveries)
   const prepared = Array.from({ length: count }, (_, n) => delivery('kill', n))
   const answered = new Set<number>()
-  let server = await startRoster(dataDir)
+  let server = await rosterAt(dataDir)
   let next = 0
   let killed = false
   const worker = async (url: string) => {
@@ -158,7 +150,7 @@ async function killMidway(dir: string) {
   await Promise.all(Array.from({ length: 16 }, () => worker(server.url)))
   await server.proc.exited
   const answeredBeforeKill = answered.size
-  server = await startRoster(dataDir)
+  server = await rosterAt(dataDir)
   // The sender retries every delivery it has no 200 for.
   const retries = prepared.map((_, n) => n).filter((n) => !answered.has(n))
   for (let i = 0; i < retries.length; i += 32) {
@@ -205,15 +197,11 @@ async function killMidway(dir: string) {
 }
 
 async function main() {
-  Bun.spawnSync(['taskset', '-p', '-c', '1', String(process.pid)], {
-    stdout: 'ignore',
-    stderr: 'ignore',
-  })
-  if (!args['no-build'])
-    Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: root, stdout: 'ignore' })
+  pinLoadGenerator()
+  buildBinary(args['no-build'])
   const dir = mkdtempSync(join(tmpdir(), 'roster-bench-webhooks-'))
   try {
-    const steady = await steadyRate(() => startRoster(join(dir, 'steady')))
+    const steady = await steadyRate(() => rosterAt(join(dir, 'steady')))
     console.error('roster at a steady rate: done')
     const floor = await steadyRate(() => startBaseline(dir))
     console.error('baseline at a steady rate: done')
