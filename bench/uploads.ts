@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median, spawnServer } from './lib/process'
-import { BINARY, buildBinary, ROOT } from './lib/roster'
+import { buildBinary, ROOT, startRoster } from './lib/roster'
 import { pinned } from './lib/wrk'
 
 const { values: args } = parseArgs({
@@ -52,22 +52,11 @@ async function main() {
     const rows: string[] = []
 
     const roster = async () =>
-      spawnServer(
-        pinned(0, [
-          BINARY,
-          'serve',
-          '--port',
-          '0',
-          '--data-dir',
-          join(dir, `roster-${Date.now()}`),
-          '--max-file-size',
-          '1GiB',
-          '--max-upload-size',
-          '1GiB',
-          '--log-file',
-          join(dir, 'access.log'),
-        ]),
-      )
+      startRoster({
+        dataDir: join(dir, `roster-${Date.now()}`),
+        logFile: join(dir, 'access.log'),
+        args: ['--max-file-size', '1GiB', '--max-upload-size', '1GiB'],
+      })
     const baseline = async () =>
       spawnServer(pinned(0, [process.execPath, join(ROOT, 'bench/upload-baseline.ts'), dir]))
 
