@@ -7,8 +7,9 @@ import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
 import type { Config } from './config'
-import { DatabaseOpenError, type Db, openDatabase } from './db/client'
+import { DatabaseOpenError, type Db, openDatabase, openReader, type Store } from './db/client'
 import { runMigrations } from './db/migrate'
+import { WriteQueue } from './db/write-queue'
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
@@ -26,6 +27,8 @@ export const VERSION: string = pkg.version
 export interface Deps {
   readonly config: Config
   readonly db: Db
+  /** The writer, the reader and the group commit every write goes through. */
+  readonly store: Store
   readonly log: Logger
   readonly now: () => Date
   readonly startedAt: number
@@ -43,6 +46,8 @@ export interface Deps {
   readonly metrics: Metrics
   /** Row counts for GET /data. */
   counts(): { users: number; uploads: number; webhook_events: number }
+  /** Commits what is pending and closes both connections. */
+  close(): void
 }
 
 /** The data directory, its database and upload folder could not be prepared. */
@@ -72,17 +77,23 @@ export function makeDeps(
     if (error instanceof DatabaseOpenError) throw error
     throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
   }
-  const clock = () => now().getTime()
-  const idempotency = createIdempotencyStore(db, clock)
-  const credentials = createCredentialStore(db, clock)
-  const apiKeys = createApiKeyService(db, now)
-  const limiter = new LoginLimiter(clock)
-  const users = createUserService(db, now, { onPasswordChange: credentials.revokeAllForUser })
-  const uploadStorage = new UploadStorage(uploadDir)
-  const uploads = createUploadService(db, uploadStorage, now)
-  const inbox = createWebhookInbox(db, now)
-  const worker = new WebhookWorker(inbox, db.$client, builtInHandlers(users), clock, log)
   const metrics = createMetrics(VERSION)
+  const writes = new WriteQueue(db.$client, {
+    onCommit: metrics.committed,
+    onDeferredError: (error) =>
+      log.warn('a deferred write failed', { error: (error as Error).message }),
+  })
+  const store: Store = { db, reader: openReader(dbPath), writes }
+  const clock = () => now().getTime()
+  const idempotency = createIdempotencyStore(store, clock)
+  const credentials = createCredentialStore(store, clock)
+  const apiKeys = createApiKeyService(store, now)
+  const limiter = new LoginLimiter(clock)
+  const users = createUserService(store, now, { onPasswordChange: credentials.revokeAllForUser })
+  const uploadStorage = new UploadStorage(uploadDir)
+  const uploads = createUploadService(store, uploadStorage, now)
+  const inbox = createWebhookInbox(store, now)
+  const worker = new WebhookWorker(inbox, db.$client, writes, builtInHandlers(users), clock, log)
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
   metrics.registry.add(new Gauge('roster_users', 'Users stored.', () => users.count()))
   metrics.registry.add(
@@ -103,6 +114,7 @@ export function makeDeps(
   const deps: Deps = {
     config,
     db,
+    store,
     log,
     now,
     startedAt: clock(),
@@ -123,6 +135,11 @@ export function makeDeps(
       uploads: uploads.count(),
       webhook_events: inbox.count(),
     }),
+    close() {
+      writes.flush()
+      store.reader.close()
+      db.$client.close()
+    },
   }
   if (options.sweepUploads === true) {
     const swept = uploads.sweep()

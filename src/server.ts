@@ -52,12 +52,15 @@ export function startServer(config: Config, log: Logger): RunningServer {
       error: (error) => lastResort(error, log),
     })
   } catch (error) {
-    deps.db.$client.close()
+    deps.close()
     throw new ServerStartError(describeListenFailure(config, error))
   }
   const server = app.server as Server<unknown>
   deps.webhooks.worker.start()
-  const housekeeping = setInterval(() => purgeExpired(deps), PURGE_INTERVAL_MS)
+  const housekeeping = setInterval(
+    () => deps.store.writes.defer(() => purgeExpired(deps)),
+    PURGE_INTERVAL_MS,
+  )
   housekeeping.unref()
 
   let stopping: Promise<void> | null = null
@@ -72,7 +75,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       // The handler in flight finishes; the rest stays in the inbox for the next start.
       await deps.webhooks.worker.stop()
       await accessLog.close()
-      deps.db.$client.close()
+      deps.close()
     })()
     return stopping
   }

@@ -1,4 +1,4 @@
-import type { Db } from '../db/client'
+import type { Store } from '../db/client'
 import type { PageRequest } from '../http/pagination'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
@@ -27,39 +27,37 @@ export interface CreatedApiKey {
 export type ApiKeyService = ReturnType<typeof createApiKeyService>
 
 /** API keys: created once (the key is shown only then), stored as SHA-256, revocable at once. */
-export function createApiKeyService(db: Db, now: () => Date) {
-  const sqlite = db.$client
+export function createApiKeyService(store: Store, now: () => Date) {
+  const sqlite = store.db.$client
+  const { reader, writes } = store
   const columns = 'id, name, prefix, created_at, last_used_at'
   const insert = sqlite.query<ApiKeyView, [string, string, string, string]>(
     `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`,
   )
-  const byHash = sqlite.query<{ id: number; name: string; last_used_at: string | null }, [string]>(
+  const byHash = reader.query<{ id: number; name: string; last_used_at: string | null }, [string]>(
     'SELECT id, name, last_used_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
   )
   const touch = sqlite.query('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
-  const page = sqlite.query<ApiKeyView, [number, number]>(
+  const page = reader.query<ApiKeyView, [number, number]>(
     `SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT ? OFFSET ?`,
   )
-  const total = sqlite.query<{ n: number }, []>(
+  const total = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
   )
   const revoke = sqlite.query(
     'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
   )
-  const readPage = sqlite.transaction((request: PageRequest) => ({
+  const readPage = reader.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))
 
   return {
-    create(name: string): CreatedApiKey {
+    async create(name: string): Promise<CreatedApiKey> {
       const key = newSecret(API_KEY_PREFIX)
-      const row = insert.get(
-        name,
-        key.slice(0, SHOWN_PREFIX_LENGTH),
-        sha256Hex(key),
-        now().toISOString(),
-      ) as ApiKeyView
+      const row = (await writes.run(() =>
+        insert.get(name, key.slice(0, SHOWN_PREFIX_LENGTH), sha256Hex(key), now().toISOString()),
+      )) as ApiKeyView
       return { id: row.id, name: row.name, prefix: row.prefix, key, created_at: row.created_at }
     },
 
@@ -68,8 +66,8 @@ export function createApiKeyService(db: Db, now: () => Date) {
     },
 
     /** True when an active key was revoked; false when there was none with that id. */
-    revoke(id: number): boolean {
-      return revoke.run(now().toISOString(), id).changes > 0
+    async revoke(id: number): Promise<boolean> {
+      return (await writes.run(() => revoke.run(now().toISOString(), id))).changes > 0
     },
 
     /** The key's id and name if it is valid and not revoked; records when it was last used. */
@@ -79,7 +77,9 @@ export function createApiKeyService(db: Db, now: () => Date) {
       if (row === null) return null
       const at = now()
       const last = row.last_used_at === null ? 0 : Date.parse(row.last_used_at)
-      if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) touch.run(at.toISOString(), row.id)
+      if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
+        writes.defer(() => touch.run(at.toISOString(), row.id))
+      }
       return { id: row.id, name: row.name }
     },
   }

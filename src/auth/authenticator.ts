@@ -116,8 +116,8 @@ export function createAuthenticator(deps: {
 
   return {
     /**
-     * Synchronous except for Basic (argon2 runs off the thread): a Promise comes back only when
-     * a Basic credential was presented to a route that takes Basic.
+     * Synchronous except for Basic (argon2 runs off the thread) and a session that is renewed
+     * (its new expiry is stored first): a Promise comes back only for those.
      */
     authenticate(
       presented: Presented,
@@ -148,16 +148,21 @@ export function createAuthenticator(deps: {
       if (presented.sessionCookie !== null && schemes.includes('session')) {
         const session = deps.credentials.useSession(presented.sessionCookie)
         if (session !== null) {
-          return {
-            principal: {
-              kind: 'user',
-              userId: session.user.id,
-              scheme: 'session',
-              secret: presented.sessionCookie,
-              user: session.user,
-            },
-            renewedSession: session.renewed ? presented.sessionCookie : undefined,
+          const principal: Principal = {
+            kind: 'user',
+            userId: session.user.id,
+            scheme: 'session',
+            secret: presented.sessionCookie,
+            user: session.user,
           }
+          if (session.extension === undefined) return { principal }
+          // Renewed: the cookie goes out again once the new expiry is stored; if it could not
+          // be, the session is still valid until its old expiry and the cookie is not re-sent.
+          const renewedSession = presented.sessionCookie
+          return session.extension.then(
+            () => ({ principal, renewedSession }),
+            () => ({ principal }),
+          )
         }
       }
       return { principal: null }

@@ -55,9 +55,10 @@ function createAuthPlugin(deps: Deps) {
   // the jar makes Elysia build it on every request of every route that takes credentials.
   return new Elysia({ name: 'auth' }).macro({
     auth(requirement: AuthRequirement) {
-      // Only Basic needs to wait (for argon2); the other schemes keep the route synchronous,
-      // which Elysia compiles into a faster handler.
-      if (requirement.schemes.includes('basic')) {
+      // Only Basic (argon2) and a session (its renewal, stored before the cookie is re-sent)
+      // may need to wait; the other schemes keep the route synchronous, which Elysia compiles
+      // into a faster handler.
+      if (requirement.schemes.includes('basic') || requirement.schemes.includes('session')) {
         return {
           async transform({ request, set, server }) {
             const ipOf = () => clientIp(request, server, config.trustProxy)
@@ -78,8 +79,9 @@ function createAuthPlugin(deps: Deps) {
             requirement.schemes,
             ipOf,
           )
-          // Without Basic among the schemes the answer is never a Promise.
-          if (result instanceof Promise) throw new Error('auth: Basic on a synchronous route')
+          // Without Basic or session among the schemes the answer is never a Promise.
+          if (result instanceof Promise)
+            throw new Error('auth: a waiting scheme on a synchronous route')
           settle(result, requirement, request, set)
         },
       }

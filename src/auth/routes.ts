@@ -66,7 +66,7 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
         }
         limiter.recordSuccess(address)
-        const issued = credentials.issue(user.id)
+        const issued = await credentials.issue(user.id)
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, deps))
         set.headers['cache-control'] = NO_STORE
         return {
@@ -101,17 +101,22 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .post(
       '/logout',
-      ({ request, set, cookie }) => {
+      async ({ request, set, cookie }) => {
         const principal = principalOf(set)
+        const revoked: Promise<void>[] = []
         if (principal?.kind === 'user' && principal.secret !== undefined) {
-          if (principal.scheme === 'bearer') credentials.revokeAccessToken(principal.secret)
-          if (principal.scheme === 'session') credentials.revokeSession(principal.secret)
+          if (principal.scheme === 'bearer')
+            revoked.push(credentials.revokeAccessToken(principal.secret))
+          if (principal.scheme === 'session')
+            revoked.push(credentials.revokeSession(principal.secret))
         }
         // A cookie sent along with a bearer token was presented too: it ends as well.
         const session = sessionCookie(cookie)
         if (typeof session.value === 'string' && session.value !== '') {
-          credentials.revokeSession(session.value)
+          revoked.push(credentials.revokeSession(session.value))
         }
+        // Answered once the revocations are durable (they share one group commit).
+        await Promise.all(revoked)
         clearSessionCookie(session, isSecure(request, deps))
         set.status = 204
         return ''
@@ -177,10 +182,10 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .post(
       '/api-keys',
-      ({ body, set }) => {
+      async ({ body, set }) => {
         set.status = 201
         set.headers['cache-control'] = NO_STORE
-        return apiKeys.create(body.name.trim())
+        return await apiKeys.create(body.name.trim())
       },
       {
         auth: { schemes: ['apiKey'] },
@@ -228,9 +233,9 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .delete(
       '/api-keys/:id',
-      ({ params }) => {
+      async ({ params }) => {
         const id = KEY_ID.test(params.id) ? Number(params.id) : 0
-        if (id === 0 || !Number.isSafeInteger(id) || !apiKeys.revoke(id)) {
+        if (id === 0 || !Number.isSafeInteger(id) || !(await apiKeys.revoke(id))) {
           throw notFound('No active API key with this id')
         }
         return { id, revoked: true as const }

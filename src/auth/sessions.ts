@@ -1,4 +1,4 @@
-import type { Db } from '../db/client'
+import type { Store } from '../db/client'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
 export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -28,6 +28,8 @@ export interface SessionState {
   user: SignedInUser
   /** True when this use extended the session: the cookie should be sent again. */
   renewed: boolean
+  /** When renewed: settles once the extension is durable (rejects if it could not be stored). */
+  extension?: Promise<void>
 }
 
 // The credential and its user in one statement: the routes that take these credentials (/me)
@@ -45,18 +47,19 @@ export type CredentialStore = ReturnType<typeof createCredentialStore>
  * secrets handed out once, only their SHA-256 stored, expiry checked on every use, sessions
  * extended on use (sliding), and everything of a user revocable at once.
  */
-export function createCredentialStore(db: Db, now: () => number) {
-  const sqlite = db.$client
+export function createCredentialStore(store: Store, now: () => number) {
+  const sqlite = store.db.$client
+  const { reader, writes } = store
   const insertSession = sqlite.query(
     'INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
   )
   const insertToken = sqlite.query(
     'INSERT INTO access_tokens (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
   )
-  const findSession = sqlite.query<SignedInUser & { expires_at: number }, [string]>(
+  const findSession = reader.query<SignedInUser & { expires_at: number }, [string]>(
     withUser('sessions'),
   )
-  const findToken = sqlite.query<SignedInUser & { expires_at: number }, [string]>(
+  const findToken = reader.query<SignedInUser & { expires_at: number }, [string]>(
     withUser('access_tokens'),
   )
   const extendSession = sqlite.query('UPDATE sessions SET expires_at = ? WHERE id = ?')
@@ -69,14 +72,14 @@ export function createCredentialStore(db: Db, now: () => number) {
 
   return {
     /** A new session and a new access token for a user who just proved who they are. */
-    issue(userId: number): IssuedLogin {
+    async issue(userId: number): Promise<IssuedLogin> {
       const sessionToken = newSecret(SESSION_PREFIX)
       const accessToken = newSecret(ACCESS_TOKEN_PREFIX)
       const at = now()
-      sqlite.transaction(() => {
+      await writes.run(() => {
         insertSession.run(sha256Hex(sessionToken), userId, at, at + SESSION_TTL_MS)
         insertToken.run(sha256Hex(accessToken), userId, at, at + ACCESS_TOKEN_TTL_MS)
-      })()
+      })
       return { sessionToken, accessToken }
     },
 
@@ -87,13 +90,18 @@ export function createCredentialStore(db: Db, now: () => number) {
       const row = findSession.get(id)
       const at = now()
       if (row === null) return null
+      // Housekeeping nobody waits for: it joins the next group commit.
       if (row.expires_at <= at) {
-        deleteSession.run(id)
+        writes.defer(() => deleteSession.run(id))
         return null
       }
       const renewed = row.expires_at - at < SESSION_TTL_MS - SESSION_RENEW_INTERVAL_MS
-      if (renewed) extendSession.run(at + SESSION_TTL_MS, id)
-      return { user: withoutExpiry(row), renewed }
+      if (!renewed) return { user: withoutExpiry(row), renewed }
+      // The renewed cookie is a promise about the stored expiry: it waits for the write.
+      const extension = writes.run(() => {
+        extendSession.run(at + SESSION_TTL_MS, id)
+      })
+      return { user: withoutExpiry(row), renewed, extension }
     },
 
     /** The access token's user; null if unknown, expired or revoked. */
@@ -103,15 +111,15 @@ export function createCredentialStore(db: Db, now: () => number) {
       return row !== null && row.expires_at > now() ? withoutExpiry(row) : null
     },
 
-    revokeSession(token: string): void {
-      deleteSession.run(sha256Hex(token))
+    async revokeSession(token: string): Promise<void> {
+      await writes.run(() => deleteSession.run(sha256Hex(token)))
     },
 
-    revokeAccessToken(token: string): void {
-      deleteToken.run(sha256Hex(token))
+    async revokeAccessToken(token: string): Promise<void> {
+      await writes.run(() => deleteToken.run(sha256Hex(token)))
     },
 
-    /** Ends every session and token of a user (a password change does this). */
+    /** Ends every session and token of a user (a password change does this, inside its write). */
     revokeAllForUser(userId: number): void {
       deleteUserSessions.run(userId)
       deleteUserTokens.run(userId)

@@ -28,7 +28,10 @@ its id on stderr; the key is not shown again. revoke refuses the key from the ne
 ${renderFlags([NAME_FLAG, JSON_FLAG, ...serveFlags('data-dir')])}`
 
 /** `roster keys …`. */
-export function run(args: string[], env: Record<string, string | undefined>): number {
+export async function run(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const [action, ...rest] = args
   if (action === undefined || action === '--help' || action === '-h') {
     console.log(KEYS_HELP())
@@ -47,7 +50,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
       case 'create': {
         if (typeof name !== 'string' || name.trim() === '')
           throw new ConfigError('keys create needs --name')
-        const key = deps.apiKeys.create(name.trim())
+        const key = await deps.apiKeys.create(name.trim())
         console.error(
           `created API key ${key.id} (${key.prefix}…) named ${JSON.stringify(key.name)}`,
         )
@@ -64,7 +67,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
         const id = Number(positionals[0])
         if (!/^[1-9][0-9]{0,15}$/.test(positionals[0] ?? ''))
           throw new ConfigError('keys revoke needs a key id')
-        if (!deps.apiKeys.revoke(id)) {
+        if (!(await deps.apiKeys.revoke(id))) {
           console.error(`roster: no active API key with id ${id}`)
           return 1
         }
@@ -77,7 +80,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
         )
     }
   } finally {
-    deps.db.$client.close()
+    deps.close()
   }
 }
 

@@ -21,7 +21,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
   }
   const config = loadConfig(configFlags(flags), env)
   const deps = makeDeps(config, createLogger())
-  deps.db.$client.close()
+  deps.close()
   console.log(`database ${deps.dbPath} is up to date`)
   return 0
 }

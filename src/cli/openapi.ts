@@ -23,7 +23,7 @@ export async function run(args: string[]): Promise<number> {
     const deps = makeDeps(testConfig({ dataDir }), createLogger())
     const response = await createApp(deps).handle(new Request('http://localhost/swagger/json'))
     console.log(JSON.stringify(await response.json(), null, 2))
-    deps.db.$client.close()
+    deps.close()
   } finally {
     rmSync(dataDir, { recursive: true, force: true })
   }

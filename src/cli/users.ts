@@ -145,7 +145,7 @@ async function create(args: string[], env: Record<string, string | undefined>): 
   return await withDeps(serverFlags, env, async (deps) => {
     const passwordHash = password === undefined ? null : await hashPassword(password)
     try {
-      const user = deps.users.create({
+      const user = await deps.users.create({
         name: input.name as string,
         email: input.email as string,
         passwordHash,
@@ -319,7 +319,7 @@ async function withDeps(
   try {
     return await work(deps)
   } finally {
-    deps.db.$client.close()
+    deps.close()
   }
 }
 

@@ -2,8 +2,20 @@ import { Database } from 'bun:sqlite'
 import { chmodSync, existsSync } from 'node:fs'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import * as schema from './schema'
+import type { WriteQueue } from './write-queue'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+
+/**
+ * What the services work over. Writes go through `writes` (group commit) on the writer
+ * connection (`db`, and `db.$client` raw); reads on the request path use `reader`, which sees
+ * committed data only.
+ */
+export interface Store {
+  readonly db: Db
+  readonly reader: Database
+  readonly writes: WriteQueue
+}
 
 export interface OpenOptions {
   /** `full` fsyncs the WAL on every commit (survives power loss); `normal` does not. */
@@ -32,6 +44,18 @@ export function openDatabase(path: string, options: OpenOptions): Db {
   sqlite.run(`PRAGMA synchronous = ${options.sync === 'full' ? 'FULL' : 'NORMAL'}`)
   sqlite.run('PRAGMA foreign_keys = ON')
   return drizzle({ client: sqlite, schema }) as Db
+}
+
+/**
+ * A second connection to the same file for reads that must see committed data only: while a
+ * group transaction is open on the writer, its rows are not durable yet and may still fail to
+ * commit. query_only makes a write through this connection an error, not a surprise.
+ */
+export function openReader(path: string): Database {
+  const reader = new Database(path, { strict: true })
+  reader.run('PRAGMA busy_timeout = 5000')
+  reader.run('PRAGMA query_only = 1')
+  return reader
 }
 
 function describeOpenFailure(path: string, error: unknown): string {

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
-import { and, eq, gte, lt, sql } from 'drizzle-orm'
-import type { Db } from '../db/client'
+import { lt, sql } from 'drizzle-orm'
+import type { Store } from '../db/client'
 import { idempotencyKeys } from '../db/schema'
 import { installSecret } from '../db/settings'
 import { conflict, validationFailed } from '../http/errors'
@@ -17,25 +17,24 @@ export interface StoredAnswer {
   location: string | null
 }
 
+interface StoredRow extends StoredAnswer {
+  fingerprint: string
+}
+
 export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>
 
 /**
  * Idempotency-Key bookkeeping. A key is scoped (to the caller and the route), remembered with
  * a fingerprint of the request body and the first successful answer, and replayed for 24 h.
  */
-export function createIdempotencyStore(db: Db, now: () => number) {
+export function createIdempotencyStore(store: Store, now: () => number) {
+  const { db, writes } = store
   const secret = installSecret(db, 'idempotency_hmac_key')
-  const find = db
-    .select()
-    .from(idempotencyKeys)
-    .where(
-      and(
-        eq(idempotencyKeys.scope, sql.placeholder('scope')),
-        eq(idempotencyKeys.key, sql.placeholder('key')),
-        gte(idempotencyKeys.createdAt, sql.placeholder('since')),
-      ),
-    )
-    .prepare()
+  const findText =
+    'SELECT fingerprint, status, body, location FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?'
+  // Before the work, committed answers (the reader); inside the write, the writer's view too.
+  const findCommitted = store.reader.query<StoredRow, [string, string, number]>(findText)
+  const findCurrent = db.$client.query<StoredRow, [string, string, number]>(findText)
   const save = db
     .insert(idempotencyKeys)
     .values({
@@ -60,10 +59,8 @@ export function createIdempotencyStore(db: Db, now: () => number) {
     })
     .prepare()
 
-  /** The stored answer for this key if it is still live; CONFLICT if it was for another body. */
-  function lookup(scope: string, key: string, fingerprint: string): StoredAnswer | null {
-    const row = find.get({ scope, key, since: now() - IDEMPOTENCY_TTL_MS })
-    if (row === undefined) return null
+  function answerOf(row: StoredRow | null, fingerprint: string): StoredAnswer | null {
+    if (row === null) return null
     if (row.fingerprint !== fingerprint) {
       throw conflict('This Idempotency-Key was already used with a different request body', [
         { field: 'Idempotency-Key', message: 'was used with a different request body' },
@@ -78,27 +75,31 @@ export function createIdempotencyStore(db: Db, now: () => number) {
       return createHmac('sha256', secret).update(canonicalJson(body)).digest('base64url')
     },
 
-    lookup,
+    /** The committed answer for this key if it is still live; CONFLICT if it was for another body. */
+    lookup(scope: string, key: string, fingerprint: string): StoredAnswer | null {
+      return answerOf(findCommitted.get(scope, key, now() - IDEMPOTENCY_TTL_MS), fingerprint)
+    },
 
     /**
-     * Runs `work` unless the key already has an answer, and stores its answer, all in one
-     * transaction: two concurrent requests with one key cannot both do the work.
+     * Runs `work` unless the key already has an answer, and stores its answer, all in one write
+     * (a savepoint of the group commit, on the writer, so it sees answers not yet committed):
+     * two concurrent requests with one key cannot both do the work. `work` runs inside that
+     * write and must use the services' `inWrite` functions.
      */
     once(
       scope: string,
       key: string,
       fingerprint: string,
       work: () => StoredAnswer,
-    ): { replayed: boolean; answer: StoredAnswer } {
-      return db.$client
-        .transaction(() => {
-          const stored = lookup(scope, key, fingerprint)
-          if (stored !== null) return { replayed: true, answer: stored }
-          const answer = work()
-          save.run({ scope, key, fingerprint, ...answer, createdAt: now() })
-          return { replayed: false, answer }
-        })
-        .immediate()
+    ): Promise<{ replayed: boolean; answer: StoredAnswer }> {
+      return writes.run(() => {
+        const since = now() - IDEMPOTENCY_TTL_MS
+        const stored = answerOf(findCurrent.get(scope, key, since), fingerprint)
+        if (stored !== null) return { replayed: true, answer: stored }
+        const answer = work()
+        save.run({ scope, key, fingerprint, ...answer, createdAt: now() })
+        return { replayed: false, answer }
+      })
     },
 
     /** Deletes answers older than 24 h. */

@@ -106,6 +106,18 @@ export function createMetrics(version: string) {
       ['scheme', 'status'],
     ),
   )
+  const dbCommits = registry.add(
+    new Counter(
+      'roster_db_commits_total',
+      'Group-commit transactions committed (one fsync each at --sync full).',
+    ),
+  )
+  const dbWrites = registry.add(
+    new Counter(
+      'roster_db_writes_total',
+      'Writes committed; divided by roster_db_commits_total, the mean writes per commit.',
+    ),
+  )
   registry.add(
     new Gauge('roster_build_info', 'The running version of roster.', () => 1, { version }),
   )
@@ -117,6 +129,13 @@ export function createMetrics(version: string) {
     uploadFiles,
     uploadBytes,
     webhookEvents,
+    dbCommits,
+    dbWrites,
+    /** A group commit of this many writes. */
+    committed(writes: number): void {
+      dbCommits.inc()
+      dbWrites.inc({}, writes)
+    },
     /** An upload that was stored, with its files. */
     uploadStored(files: readonly { size: number }[]): void {
       uploads.inc()

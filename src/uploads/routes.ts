@@ -63,7 +63,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           storage.discard(incoming.files.map((file) => file.tempPath))
           throw error
         }
-        const upload = uploads.create({
+        const upload = await uploads.create({
           id: newId('upl_'),
           ...meta,
           owner: ownerOf(principalOf(set)),
@@ -138,11 +138,11 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .delete(
       '/uploads/:id',
-      ({ params, set }) => {
+      async ({ params, set }) => {
         const upload = ID_FORMAT.test(params.id) ? uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireDeleter(upload, principalOf(set))
-        uploads.remove(upload.id)
+        await uploads.remove(upload.id)
         return { id: upload.id, deleted: true as const }
       },
       {

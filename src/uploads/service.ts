@@ -1,4 +1,4 @@
-import type { Db } from '../db/client'
+import type { Store } from '../db/client'
 import type { IncomingFile } from './multipart'
 import type { UploadStorage } from './storage'
 
@@ -58,26 +58,27 @@ export type UploadService = ReturnType<typeof createUploadService>
  * ever points at a missing file, and a file whose row did not commit (a crash in between) is
  * deleted by the sweep at start.
  */
-export function createUploadService(db: Db, storage: UploadStorage, now: () => Date) {
-  const sqlite = db.$client
+export function createUploadService(store: Store, storage: UploadStorage, now: () => Date) {
+  const sqlite = store.db.$client
+  const { reader, writes } = store
   const insertUpload = sqlite.query(
     'INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   )
   const insertFile = sqlite.query(
     'INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   )
-  const uploadById = sqlite.query<UploadRow, [string]>('SELECT * FROM uploads WHERE id = ?')
-  const filesOf = sqlite.query<FileRow, [string]>(
+  const uploadById = reader.query<UploadRow, [string]>('SELECT * FROM uploads WHERE id = ?')
+  const filesOf = reader.query<FileRow, [string]>(
     'SELECT * FROM files WHERE upload_id = ? ORDER BY position',
   )
-  const fileById = sqlite.query<FileRow & Omit<UploadRow, 'id'>, [string]>(
+  const fileById = reader.query<FileRow & Omit<UploadRow, 'id'>, [string]>(
     'SELECT f.*, u.description, u.public, u.owner_user_id, u.owner_key_id, u.created_at FROM files f, uploads u WHERE f.id = ? AND u.id = f.upload_id',
   )
   const fileExists = sqlite.query<{ found: number }, [string]>(
     'SELECT 1 AS found FROM files WHERE id = ?',
   )
   const deleteUpload = sqlite.query('DELETE FROM uploads WHERE id = ?')
-  const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
+  const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
 
   const toRecord = (row: UploadRow, files: FileRow[]): UploadRecord => ({
     id: row.id,
@@ -89,41 +90,42 @@ export function createUploadService(db: Db, storage: UploadStorage, now: () => D
   })
 
   return {
-    /** Registers an upload and places its files; on failure deletes them and registers nothing. */
-    create(input: {
+    /**
+     * Registers an upload and places its files; settles once the rows are durable. On any
+     * failure, the savepoint's or the group commit's, deletes the files and registers nothing.
+     */
+    async create(input: {
       id: string
       description: string | null
       isPublic: boolean
       owner: Owner
       files: readonly IncomingFile[]
-    }): UploadRecord {
+    }): Promise<UploadRecord> {
       const createdAt = now().toISOString()
       try {
-        sqlite
-          .transaction(() => {
-            insertUpload.run(
+        await writes.run(() => {
+          insertUpload.run(
+            input.id,
+            input.description,
+            input.isPublic ? 1 : 0,
+            input.owner.userId,
+            input.owner.keyId,
+            createdAt,
+          )
+          input.files.forEach((file, position) => {
+            insertFile.run(
+              file.fileId,
               input.id,
-              input.description,
-              input.isPublic ? 1 : 0,
-              input.owner.userId,
-              input.owner.keyId,
-              createdAt,
+              file.field,
+              file.filename,
+              file.contentType,
+              file.size,
+              file.sha256,
+              position,
             )
-            input.files.forEach((file, position) => {
-              insertFile.run(
-                file.fileId,
-                input.id,
-                file.field,
-                file.filename,
-                file.contentType,
-                file.size,
-                file.sha256,
-                position,
-              )
-            })
-            storage.place(input.files)
           })
-          .immediate()
+          storage.place(input.files)
+        })
       } catch (error) {
         storage.discard(input.files.flatMap((file) => [file.tempPath, storage.pathOf(file.fileId)]))
         throw error
@@ -148,10 +150,13 @@ export function createUploadService(db: Db, storage: UploadStorage, now: () => D
       }
     },
 
-    /** Deletes the upload's rows, then its files (a file left by a failed unlink is swept at start). */
-    remove(id: string): boolean {
+    /**
+     * Deletes the upload's rows and, once that has committed, its files (a file left by a
+     * failed unlink or a crash in between is swept at start).
+     */
+    async remove(id: string): Promise<boolean> {
       const files = filesOf.all(id)
-      const removed = deleteUpload.run(id).changes > 0
+      const removed = await writes.run(() => deleteUpload.run(id).changes > 0)
       if (removed) storage.discard(files.map((file) => storage.pathOf(file.id)))
       return removed
     },

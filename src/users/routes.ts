@@ -185,15 +185,15 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
-        const create = () => users.create({ name: body.name, email: body.email, passwordHash })
+        const input = { name: body.name, email: body.email, passwordHash }
         if (key === null) {
-          const user = create()
+          const user = await users.create(input)
           set.status = 201
           set.headers.location = `${listPath}/${user.id}`
           return toView(user)
         }
-        const { replayed, answer } = idempotency.once(scope, key, fingerprint, () => {
-          const user = create()
+        const { replayed, answer } = await idempotency.once(scope, key, fingerprint, () => {
+          const user = users.inWrite.create(input)
           return {
             status: 201,
             body: JSON.stringify(toView(user)),
@@ -255,7 +255,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         access.mayWrite(set, id)
         const passwordHash =
           body.password === undefined ? undefined : await hashPassword(body.password)
-        const user = users.update(
+        const user = await users.update(
           id,
           { name: body.name, email: body.email, passwordHash },
           {
@@ -287,7 +287,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         access.mayWrite(set, id)
         const passwordHash =
           body.password === undefined ? undefined : await hashPassword(body.password)
-        const user = users.update(
+        const user = await users.update(
           id,
           { name: body.name, email: body.email, passwordHash },
           { ifMatch: request.headers.get('if-match') },
@@ -311,10 +311,10 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     )
     .delete(
       '/users/:id',
-      ({ params, request, set }) => {
+      async ({ params, request, set }) => {
         const id = parseUserId(params.id)
         access.mayWrite(set, id)
-        users.remove(id, { ifMatch: request.headers.get('if-match') })
+        await users.remove(id, { ifMatch: request.headers.get('if-match') })
         return { id, deleted: true as const }
       },
       {

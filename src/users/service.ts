@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import type { Db } from '../db/client'
+import type { Store } from '../db/client'
 import { users } from '../db/schema'
 import { ifMatchHolds } from '../http/conditional'
 import { conflict, notFound, preconditionFailed, validationFailed } from '../http/errors'
@@ -13,6 +13,12 @@ import type { User } from './schema'
 /** A user as stored: the public view plus the version its ETag is made from. */
 export interface UserRecord extends User {
   version: number
+}
+
+export interface NewUser {
+  name: string
+  email: string
+  passwordHash: string | null
 }
 
 export interface UserChanges {
@@ -80,20 +86,31 @@ export interface ExportedUser {
 const ROLLBACK = Symbol('rollback')
 
 /**
- * Users over the database. Every per-request query is prepared once here; writes run in
- * BEGIN IMMEDIATE transactions so the read-check-write of a guarded update is atomic.
+ * Users over the database. Every per-request query is prepared once here. Reads use the reader
+ * connection (committed data only). `create`, `update` and `remove` go through the group
+ * commit and settle once their write is durable; the `inWrite` functions are the same writes
+ * for work that already runs inside one (an Idempotency-Key's bookkeeping, a webhook handler),
+ * and read on the writer so they see that work's own uncommitted rows.
  */
 export function createUserService(
-  db: Db,
+  store: Store,
   now: Clock,
   hooks: { onPasswordChange?: (userId: number) => void } = {},
 ) {
-  const sqlite = db.$client
+  const { db, writes } = store
+  const sqlite = store.reader
+  const writer = db.$client
   // Reads on the request path use bun:sqlite statements directly: drizzle's row mapping made a
   // page of 20 plus its JSON 4.8 µs slower (objects it builds serialize slower). Writes below
   // go through drizzle. Both are prepared once, here.
   const byId = sqlite.query<UserRecord, [number]>(
     `SELECT ${RECORD_COLUMNS} FROM users WHERE id = ?`,
+  )
+  const currentById = writer.query<UserRecord, [number]>(
+    `SELECT ${RECORD_COLUMNS} FROM users WHERE id = ?`,
+  )
+  const currentByEmailKey = writer.query<{ id: number }, [string]>(
+    'SELECT id FROM users WHERE email_key = ?',
   )
   const page = sqlite.query<User, [number, number]>(
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
@@ -145,7 +162,7 @@ export function createUserService(
   const takenKeys = sqlite.query<{ email_key: string }, [string]>(
     'SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?))',
   )
-  const insertPlain = sqlite.query(
+  const insertPlain = writer.query(
     `INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
      VALUES (?1, ?2, ?3, ?4, ?5, ?5)`,
   )
@@ -154,10 +171,11 @@ export function createUserService(
   )
   const filtered = new FilteredQueries(sqlite)
   const readSearch = sqlite.transaction((request: SearchRequest) => filtered.search(request))
-  const transaction = <T>(work: () => T): T => db.$client.transaction(work).immediate()
+  // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
+  const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
 
   function requireGuarded(id: number, guard: WriteGuard): UserRecord {
-    const current = byId.get(id)
+    const current = currentById.get(id)
     if (current === null) throw notFound('No user with this id')
     if (!ifMatchHolds(guard.ifMatch, etagOf(current))) throw preconditionFailed()
     const mismatched = Object.entries(guard.echo ?? {}).filter(
@@ -186,22 +204,10 @@ export function createUserService(
     ) as UserRecord
   }
 
-  return {
-    get(id: number): UserRecord | null {
-      return byId.get(id)
-    },
-
-    list(request: PageRequest): { data: User[]; total: number } {
-      return readPage(request)
-    },
-
-    /** The v2 list: filters, and an offset or a keyset position. See SearchResult. */
-    search(request: SearchRequest): SearchResult {
-      return readSearch(request)
-    },
-
+  /** The writes, for work already inside a group transaction (see WriteQueue). */
+  const inWrite = {
     /** Creates a user; CONFLICT when the email is taken (without regard to case). */
-    create(input: { name: string; email: string; passwordHash: string | null }): UserRecord {
+    create(input: NewUser): UserRecord {
       const at = now().toISOString()
       return uniqueEmail(() =>
         insert.get({
@@ -227,6 +233,44 @@ export function createUserService(
       })
     },
 
+    /** Deletes after checking If-Match; NOT_FOUND, PRECONDITION_FAILED. */
+    remove(id: number, guard: WriteGuard): void {
+      transaction(() => {
+        requireGuarded(id, guard)
+        remove.run({ id })
+      })
+    },
+
+    /** The id of the user with this email (without regard to case), seeing uncommitted rows. */
+    idByEmail(email: string): number | null {
+      return currentByEmailKey.get(emailKey(email))?.id ?? null
+    },
+  }
+
+  return {
+    inWrite,
+
+    create: (input: NewUser): Promise<UserRecord> => writes.run(() => inWrite.create(input)),
+
+    update: (id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord> =>
+      writes.run(() => inWrite.update(id, changes, guard)),
+
+    remove: (id: number, guard: WriteGuard): Promise<void> =>
+      writes.run(() => inWrite.remove(id, guard)),
+
+    get(id: number): UserRecord | null {
+      return byId.get(id)
+    },
+
+    list(request: PageRequest): { data: User[]; total: number } {
+      return readPage(request)
+    },
+
+    /** The v2 list: filters, and an offset or a keyset position. See SearchResult. */
+    search(request: SearchRequest): SearchResult {
+      return readSearch(request)
+    },
+
     /** Which of these emails users already have, as email keys (one query for all). */
     emailsTaken(emails: readonly string[]): Set<string> {
       if (emails.length === 0) return new Set()
@@ -248,7 +292,8 @@ export function createUserService(
     },
 
     /**
-     * Inserts many users in one transaction (one fsync). A row whose email is taken is
+     * Inserts many users in one transaction of their own (one fsync; for the CLI's import,
+     * not the request path). A row whose email is taken is
      * reported by index; with `allOrNothing`, any such row rolls the whole batch back.
      */
     insertMany(
@@ -294,14 +339,6 @@ export function createUserService(
       if (row === null) return null
       const { password_hash: passwordHash, ...user } = row
       return { user, passwordHash }
-    },
-
-    /** Deletes after checking If-Match; NOT_FOUND, PRECONDITION_FAILED. */
-    remove(id: number, guard: WriteGuard): void {
-      transaction(() => {
-        requireGuarded(id, guard)
-        remove.run({ id })
-      })
     },
   }
 }

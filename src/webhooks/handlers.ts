@@ -19,18 +19,20 @@ export interface ParsedEvent extends InboxEvent {
  * its name; `*.deleted` removes it, and is a no-op for an unknown email. Other types are
  * stored and marked ignored by the worker.
  */
-export function builtInHandlers(users: UserService): Map<string, WebhookHandler> {
+export function builtInHandlers(service: UserService): Map<string, WebhookHandler> {
+  // Synchronous handlers run inside the worker's write: they use the in-write functions.
+  const users = service.inWrite
   const upsert: WebhookHandler = (event) => {
     const { email, name } = userFields(event)
-    const existing = users.byEmail(email)
+    const existing = users.idByEmail(email)
     if (existing === null)
       users.create({ name: name ?? email.split('@')[0] ?? email, email, passwordHash: null })
-    else if (name !== null) users.update(existing.id, { name }, { ifMatch: null })
+    else if (name !== null) users.update(existing, { name }, { ifMatch: null })
     return 'processed'
   }
   const remove: WebhookHandler = (event) => {
-    const existing = users.byEmail(userFields(event).email)
-    if (existing !== null) users.remove(existing.id, { ifMatch: null })
+    const existing = users.idByEmail(userFields(event).email)
+    if (existing !== null) users.remove(existing, { ifMatch: null })
     return 'processed'
   }
   const handlers = new Map<string, WebhookHandler>()

@@ -1,4 +1,4 @@
-import type { Db } from '../db/client'
+import type { Store } from '../db/client'
 import type { PageRequest } from '../http/pagination'
 import type { WebhookScheme } from './signature'
 
@@ -36,9 +36,14 @@ interface EventRow {
 
 export type WebhookInbox = ReturnType<typeof createWebhookInbox>
 
-/** The inbox table: verified deliveries, deduplicated by (scheme, event id), and their outcome. */
-export function createWebhookInbox(db: Db, now: () => Date) {
-  const sqlite = db.$client
+/**
+ * The inbox table: verified deliveries, deduplicated by (scheme, event id), and their outcome.
+ * `dueBatch`, `finish` and `fail` are for the worker's writes (they use the writer); the views
+ * read committed data.
+ */
+export function createWebhookInbox(store: Store, now: () => Date) {
+  const sqlite = store.db.$client
+  const { reader, writes } = store
   const insert = sqlite.query(
     `INSERT INTO webhook_events (event_id, scheme, type, payload, status, attempts, received_at, next_attempt_at)
      VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (scheme, event_id) DO NOTHING`,
@@ -47,7 +52,7 @@ export function createWebhookInbox(db: Db, now: () => Date) {
     `SELECT seq, event_id, scheme, type, payload, attempts FROM webhook_events
      WHERE next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?`,
   )
-  const earliest = sqlite.query<{ at: number | null }, []>(
+  const earliest = reader.query<{ at: number | null }, []>(
     'SELECT min(next_attempt_at) AS at FROM webhook_events',
   )
   const finish = sqlite.query(
@@ -58,30 +63,30 @@ export function createWebhookInbox(db: Db, now: () => Date) {
     `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, error = ?,
      next_attempt_at = ? WHERE seq = ?`,
   )
-  const page = sqlite.query<EventView, [number, number]>(
+  const page = reader.query<EventView, [number, number]>(
     `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at
      FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
   )
-  const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
+  const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
   // next_attempt_at is set exactly while an event waits for a first or a further attempt.
-  const waiting = sqlite.query<{ n: number }, []>(
+  const waiting = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_events WHERE next_attempt_at IS NOT NULL',
   )
-  const readPage = sqlite.transaction((request: PageRequest) => ({
+  const readPage = reader.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))
 
   return {
     /** Commits a verified event; false when this (scheme, id) was seen before. */
-    record(event: {
+    async record(event: {
       eventId: string
       scheme: WebhookScheme
       type: string
       payload: string
-    }): boolean {
+    }): Promise<boolean> {
       const at = now()
-      return (
+      const { changes } = await writes.run(() =>
         insert.run(
           event.eventId,
           event.scheme,
@@ -89,8 +94,9 @@ export function createWebhookInbox(db: Db, now: () => Date) {
           event.payload,
           at.toISOString(),
           at.getTime(),
-        ).changes > 0
+        ),
       )
+      return changes > 0
     },
 
     /** The pending or failed events due now, the earliest first, at most `limit`. */

@@ -37,7 +37,7 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       countEvent(verified.scheme, 'rejected')
       throw error
     }
-    if (webhooks.inbox.record(event)) {
+    if (await webhooks.inbox.record(event)) {
       countEvent(verified.scheme, 'received')
       webhooks.worker.wake()
     } else {

@@ -1,4 +1,5 @@
 import type { Database } from 'bun:sqlite'
+import type { WriteQueue } from '../db/write-queue'
 import type { Logger } from '../log'
 import type { HandlerOutcome, ParsedEvent, WebhookHandler } from './handlers'
 import type { InboxEvent, WebhookInbox } from './inbox'
@@ -21,6 +22,11 @@ const BATCH_SIZE = 64
  * that arrive meanwhile wait at most about this long (plus one fsync).
  */
 const SLICE_MS = 2
+
+/** The pause after the database refused the worker's write. */
+const STORAGE_RETRY_MS = 1000
+
+type Outcome = [InboxEvent, 'processed' | 'ignored' | 'failed']
 
 function parse(event: InboxEvent): ParsedEvent {
   const { data } = JSON.parse(event.payload) as { data: ParsedEvent['data'] }
@@ -52,6 +58,7 @@ export class WebhookWorker {
   constructor(
     private readonly inbox: WebhookInbox,
     private readonly sqlite: Database,
+    private readonly writes: WriteQueue,
     handlers: Map<string, WebhookHandler>,
     private readonly now: () => number,
     private readonly log: Logger,
@@ -98,10 +105,21 @@ export class WebhookWorker {
     this.timerAt = at
     this.timer = setTimeout(() => {
       this.timer = null
-      this.draining ??= this.drain().finally(() => {
-        this.draining = null
-        this.scheduleNextRetry()
-      })
+      let storageFailed = false
+      this.draining ??= this.drain()
+        .catch((error: unknown) => {
+          // The database refused a write (disk full, I/O error): nothing was lost, the events
+          // are still due; try again shortly rather than spin.
+          storageFailed = true
+          this.log.error('webhook worker could not store an outcome; retrying in 1 s', {
+            error: error instanceof Error ? error.message : String(error),
+          })
+        })
+        .finally(() => {
+          this.draining = null
+          if (storageFailed && !this.stopped) this.schedule(STORAGE_RETRY_MS)
+          else this.scheduleNextRetry()
+        })
     }, delayMs)
   }
 
@@ -113,15 +131,10 @@ export class WebhookWorker {
 
   private async drain(): Promise<void> {
     while (!this.stopped) {
-      const due = this.inbox.dueBatch(BATCH_SIZE)
-      if (due.length === 0) return
-      const first = due[0] as InboxEvent
-      const handler = this.handlers.get(first.type)
-      if (handler !== undefined && isAsync(handler)) {
-        await this.handleAsync(first, handler)
-      } else {
-        this.handleSlice(due)
-      }
+      const slice = await this.writes.run(() => this.handleSlice())
+      for (const [event, status] of slice.outcomes) this.onHandled(event, status)
+      if (slice.awaiting !== null) await this.handleAsync(slice.awaiting)
+      else if (slice.outcomes.length === 0) return
       // Yield between slices: a backlog must not hold up incoming requests (a synchronous
       // handler never gives I/O a turn on its own).
       await new Promise<void>((resolve) => setImmediate(resolve))
@@ -129,50 +142,53 @@ export class WebhookWorker {
   }
 
   /**
-   * Synchronous handlers, as many events as fit in SLICE_MS in one transaction (one fsync for
-   * all), each in its own savepoint: its writes and its new status commit together, and a
-   * failure rolls back that event alone. Stops before an event with an async handler.
+   * Inside one write of the group commit (so it shares the fsync with the requests of the
+   * same turn): reads what is due and runs synchronous handlers, as many events as fit in
+   * SLICE_MS, each in its own savepoint: its writes and its new status commit together, and a
+   * failure rolls back that event alone. Stops at an event with an async handler and hands it
+   * back, to be awaited outside the transaction.
    */
-  private handleSlice(events: readonly InboxEvent[]): void {
+  private handleSlice(): { outcomes: Outcome[]; awaiting: InboxEvent | null } {
     const started = performance.now()
-    const outcomes: [InboxEvent, 'processed' | 'ignored' | 'failed'][] = []
+    const outcomes: Outcome[] = []
     const attempt = this.sqlite.transaction((event: InboxEvent, handler: WebhookHandler) => {
       const outcome = handler(parse(event)) as HandlerOutcome
       this.inbox.finish(event.seq, outcome)
       return outcome
     })
-    this.sqlite
-      .transaction(() => {
-        for (const event of events) {
-          const handler = this.handlers.get(event.type)
-          if (handler !== undefined && isAsync(handler)) break
-          if (outcomes.length > 0 && performance.now() - started > SLICE_MS) break
-          if (handler === undefined) {
-            this.inbox.finish(event.seq, 'ignored')
-            outcomes.push([event, 'ignored'])
-            continue
-          }
-          try {
-            outcomes.push([event, attempt(event, handler)])
-          } catch (error) {
-            this.recordFailure(event, error)
-            outcomes.push([event, 'failed'])
-          }
-        }
-      })
-      .immediate()
-    for (const [event, status] of outcomes) this.onHandled(event, status)
+    for (const event of this.inbox.dueBatch(BATCH_SIZE)) {
+      const handler = this.handlers.get(event.type)
+      if (handler !== undefined && isAsync(handler)) {
+        return { outcomes, awaiting: outcomes.length === 0 ? event : null }
+      }
+      if (outcomes.length > 0 && performance.now() - started > SLICE_MS) break
+      if (handler === undefined) {
+        this.inbox.finish(event.seq, 'ignored')
+        outcomes.push([event, 'ignored'])
+        continue
+      }
+      try {
+        outcomes.push([event, attempt(event, handler)])
+      } catch (error) {
+        this.recordFailure(event, error)
+        outcomes.push([event, 'failed'])
+      }
+    }
+    return { outcomes, awaiting: null }
   }
 
-  private async handleAsync(event: InboxEvent, handler: WebhookHandler): Promise<void> {
+  private async handleAsync(event: InboxEvent): Promise<void> {
+    const handler = this.handlers.get(event.type) as WebhookHandler
+    let outcome: HandlerOutcome
     try {
-      const outcome = await handler(parse(event))
-      this.inbox.finish(event.seq, outcome)
-      this.onHandled(event, outcome)
+      outcome = await handler(parse(event))
     } catch (error) {
-      this.recordFailure(event, error)
+      await this.writes.run(() => this.recordFailure(event, error))
       this.onHandled(event, 'failed')
+      return
     }
+    await this.writes.run(() => this.inbox.finish(event.seq, outcome))
+    this.onHandled(event, outcome)
   }
 
   private recordFailure(event: InboxEvent, error: unknown): void {

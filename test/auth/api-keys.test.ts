@@ -5,7 +5,7 @@ import { apiKey, signedIn } from '../helpers/auth'
 describe('/api-keys', () => {
   test('POST creates a key, shown once; only its hash is stored', async () => {
     using t = makeTestApp()
-    const admin = apiKey(t, 'admin')
+    const admin = await apiKey(t, 'admin')
     const reply = await t.post(
       '/api-keys',
       { name: ' deploy bot ' },
@@ -28,9 +28,9 @@ describe('/api-keys', () => {
 
   test('GET lists active keys with the list envelope, X-Total-Count and Link, never the key', async () => {
     using t = makeTestApp()
-    const admin = apiKey(t, 'admin')
-    for (let i = 0; i < 4; i++) t.deps.apiKeys.create(`k${i}`)
-    t.deps.apiKeys.revoke(3)
+    const admin = await apiKey(t, 'admin')
+    for (let i = 0; i < 4; i++) await t.deps.apiKeys.create(`k${i}`)
+    await t.deps.apiKeys.revoke(3)
     const reply = await t.get('/api-keys?limit=2&offset=2', { headers: { 'x-api-key': admin } })
     expect(reply.status).toBe(200)
     expect(reply.body.pagination).toEqual({ limit: 2, offset: 2, total: 4 })
@@ -53,8 +53,8 @@ describe('/api-keys', () => {
 
   test('DELETE revokes; an unknown, already revoked or malformed id is 404', async () => {
     using t = makeTestApp()
-    const admin = apiKey(t, 'admin')
-    t.deps.apiKeys.create('other')
+    const admin = await apiKey(t, 'admin')
+    await t.deps.apiKeys.create('other')
     const headers = { 'x-api-key': admin }
     expect((await t.call('DELETE', '/api-keys/2', { headers })).body).toEqual({
       id: 2,
@@ -67,7 +67,7 @@ describe('/api-keys', () => {
 
   test('POST validates the name and the body like /users', async () => {
     using t = makeTestApp()
-    const headers = { 'x-api-key': apiKey(t) }
+    const headers = { 'x-api-key': await apiKey(t) }
     expectEnvelope(await t.post('/api-keys', {}, { headers }), 422, 'VALIDATION_ERROR')
     expectEnvelope(await t.post('/api-keys', { name: '' }, { headers }), 422, 'VALIDATION_ERROR')
     expectEnvelope(

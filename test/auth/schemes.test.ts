@@ -223,7 +223,7 @@ describe('API key on /data', () => {
   test('valid in the header or the query: counts and the key; last_used_at recorded', async () => {
     using t = makeTestApp()
     await t.post('/users', { name: 'A', email: 'a@example.com' })
-    const key = apiKey(t, 'reporting')
+    const key = await apiKey(t, 'reporting')
     const viaHeader = await t.get('/data', { headers: { 'x-api-key': key } })
     expect(viaHeader.status).toBe(200)
     expect(viaHeader.body).toEqual({
@@ -242,12 +242,12 @@ describe('API key on /data', () => {
 
   test('both ways at once: fine when equal, 400 when different', async () => {
     using t = makeTestApp()
-    const key = apiKey(t)
+    const key = await apiKey(t)
     expect((await t.get(`/data?api_key=${key}`, { headers: { 'x-api-key': key } })).status).toBe(
       200,
     )
     expectEnvelope(
-      await t.get(`/data?api_key=${apiKey(t, 'other')}`, { headers: { 'x-api-key': key } }),
+      await t.get(`/data?api_key=${await apiKey(t, 'other')}`, { headers: { 'x-api-key': key } }),
       400,
       'BAD_REQUEST',
     )
@@ -261,14 +261,14 @@ describe('API key on /data', () => {
     ['a bearer token instead', { authorization: 'Bearer rt_x' }],
   ])('%s: 401 with WWW-Authenticate: ApiKey', async (_label, headers) => {
     using t = makeTestApp()
-    apiKey(t)
+    await apiKey(t)
     await expect401(t, '/data', headers as Record<string, string>, 'ApiKey')
   })
 
   test('a revoked key is refused at once', async () => {
     using t = makeTestApp()
-    const admin = apiKey(t, 'admin')
-    const doomed = t.deps.apiKeys.create('doomed')
+    const admin = await apiKey(t, 'admin')
+    const doomed = await t.deps.apiKeys.create('doomed')
     expect((await t.get('/data', { headers: { 'x-api-key': doomed.key } })).status).toBe(200)
     expect(
       (await t.call('DELETE', `/api-keys/${doomed.id}`, { headers: { 'x-api-key': admin } })).body,

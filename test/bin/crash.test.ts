@@ -1,6 +1,6 @@
 // Crash safety of the compiled binary: SIGKILL at a random moment under concurrent writes,
 // restart, and compare the database with what the clients were told. ROSTER_CRASH_TRIALS sets
-// the number of kills (20 by default; `bun bench/crash.ts` runs more).
+// the number of kills (50 by default; `bun bench/crash.ts` runs more).
 
 import { Database } from 'bun:sqlite'
 import { beforeAll, describe, expect, test } from 'bun:test'
@@ -10,8 +10,9 @@ import { requireBinary, startBinary } from '../helpers/binary'
 
 beforeAll(requireBinary)
 
-const TRIALS = Number(process.env.ROSTER_CRASH_TRIALS ?? 20)
-const CLIENTS = 6
+const TRIALS = Number(process.env.ROSTER_CRASH_TRIALS ?? 50)
+// Enough concurrent writers that the group commit batches them (one fsync for several answers).
+const CLIENTS = 16
 
 /** A small seeded PRNG (mulberry32), so a failing trial can be replayed from its seed. */
 function random(seed: number) {

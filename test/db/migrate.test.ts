@@ -48,12 +48,12 @@ describe('runMigrations', () => {
     const { memoryLogger } = await import('../../src/log')
     const dataDir = join(dir.path, 'fresh')
     const deps = makeDeps(testConfig({ dataDir }), memoryLogger())
-    deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null })
+    await deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null })
     const mode = (path: string) => statSync(path).mode & 0o777
     expect(mode(dataDir)).toBe(0o700)
     expect(mode(join(dataDir, 'roster.db'))).toBe(0o600)
     expect(mode(join(dataDir, 'roster.db-wal'))).toBe(0o600)
-    deps.db.$client.close()
+    deps.close()
   })
 
   test('refuses a database that has a migration this binary does not know', () => {

@@ -150,7 +150,7 @@ describe('the OpenAPI document matches the real answers', () => {
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { apiKey, basic, form, PASSWORD } = await import('../helpers/auth')
     await t.post('/users', { name: 'Ada', email: 'ada@example.com', password: PASSWORD })
-    const key = { 'x-api-key': apiKey(t) }
+    const key = { 'x-api-key': await apiKey(t) }
     const login = await t.call(
       'POST',
       '/login',
@@ -229,7 +229,7 @@ describe('the OpenAPI document matches the real answers', () => {
       [
         '/webhooks/events',
         'get',
-        await t.get('/webhooks/events', { headers: { 'x-api-key': apiKey(t) } }),
+        await t.get('/webhooks/events', { headers: { 'x-api-key': await apiKey(t) } }),
       ],
       ['/webhooks/events', 'get', await t.get('/webhooks/events')],
     ]

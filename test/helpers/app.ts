@@ -37,7 +37,7 @@ export function makeTestApp(overrides: Partial<Config> = {}, now?: () => Date) {
     [Symbol.dispose]() {
       void deps.webhooks.worker.stop()
       try {
-        deps.db.$client.close()
+        deps.close()
       } catch {}
       dir[Symbol.dispose]()
     },

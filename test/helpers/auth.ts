@@ -24,6 +24,6 @@ export async function signedIn(t: TestApp, email = 'ada@example.com', password =
   }
 }
 
-export function apiKey(t: TestApp, name = 'test'): string {
-  return t.deps.apiKeys.create(name).key
+export async function apiKey(t: TestApp, name = 'test'): Promise<string> {
+  return (await t.deps.apiKeys.create(name)).key
 }

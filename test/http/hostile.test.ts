@@ -325,7 +325,7 @@ describe('hostile input, generated', () => {
       email: 'ada@example.com',
       password: PASSWORD,
     })
-    const key = apiKey(t)
+    const key = await apiKey(t)
     const upload = await t.call('POST', '/upload?filename=a.txt', {
       body: 'hello',
       headers: { 'content-type': 'application/octet-stream' },

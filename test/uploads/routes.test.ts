@@ -394,7 +394,7 @@ describe('ownership and private uploads', () => {
     const t = makeTestApp()
     const owner = await signedIn(t, 'owner@example.com')
     const other = await signedIn(t, 'other@example.com')
-    const key = apiKey(t)
+    const key = await apiKey(t)
     const reply = await upload(
       t,
       [
@@ -454,8 +454,11 @@ describe('ownership and private uploads', () => {
     ])
     expectEnvelope(await t.call('DELETE', `/uploads/${reply.body.id}`), 401, 'UNAUTHORIZED')
     expect(
-      (await t.call('DELETE', `/uploads/${reply.body.id}`, { headers: { 'x-api-key': apiKey(t) } }))
-        .status,
+      (
+        await t.call('DELETE', `/uploads/${reply.body.id}`, {
+          headers: { 'x-api-key': await apiKey(t) },
+        })
+      ).status,
     ).toBe(200)
   })
 
@@ -481,16 +484,16 @@ describe('ownership and private uploads', () => {
     await t.post(
       '/users',
       { name: 'A', email: 'a@example.com', password: PASSWORD },
-      { headers: { 'x-api-key': apiKey(t) } },
+      { headers: { 'x-api-key': await apiKey(t) } },
     )
   })
 
   test('GET /data counts uploads', async () => {
     using t = makeTestApp()
     await upload(t, [{ name: 'file', filename: 'a', data: 'x' }])
-    expect((await t.get('/data', { headers: { 'x-api-key': apiKey(t) } })).body.data.uploads).toBe(
-      1,
-    )
+    expect(
+      (await t.get('/data', { headers: { 'x-api-key': await apiKey(t) } })).body.data.uploads,
+    ).toBe(1)
   })
 
   test('CSRF: a cross-site form upload is refused', async () => {

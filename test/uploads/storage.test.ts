@@ -69,7 +69,7 @@ describe('a full disk', () => {
       expect(leftovers(deps.uploadDir)).toEqual({ placed: [], incoming: [] })
       expect(deps.uploads.count()).toBe(0)
       expect((await send(randomBytes(10_000))).status).toBe(201)
-      deps.db.$client.close()
+      deps.close()
     },
   )
 
@@ -101,7 +101,7 @@ describe('after a crash', () => {
       }),
     )
     const kept = ((await reply.json()) as { files: { id: string }[] }).files[0]?.id as string
-    first.db.$client.close()
+    first.close()
     // What a crash can leave: a half-written temp file, and a file renamed into place whose row never committed.
     writeFileSync(join(first.uploadDir, '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
     writeFileSync(join(first.uploadDir, 'fil_orphanedAAAAAAAAAAAAA'), 'no row')
@@ -112,12 +112,12 @@ describe('after a crash', () => {
       'fil_halfwrittenAAAAAAAAA',
       'stray-dir',
     ])
-    cli.db.$client.close()
+    cli.close()
     const log = memoryLogger()
     const second = makeDeps(config, log, undefined, { sweepUploads: true })
     expect(leftovers(second.uploadDir)).toEqual({ placed: [kept], incoming: [] })
     expect(log.lines.join('')).toContain('removed 3 unfinished upload file(s)')
-    second.db.$client.close()
+    second.close()
   })
 })
 

@@ -24,7 +24,7 @@ const deliver = (t: TestApp, body: string, headers: Record<string, string>, path
 
 async function events(t: TestApp) {
   const reply = await t.get('/webhooks/events?limit=100', {
-    headers: { 'x-api-key': apiKey(t, 'reader') },
+    headers: { 'x-api-key': await apiKey(t, 'reader') },
   })
   return reply.body.data as {
     id: string
@@ -195,7 +195,7 @@ describe('POST /webhooks', () => {
     while (performance.now() < until) {
       if (performance.now() >= nextEventAt) {
         const payload = '{"data":{"object":{}}}'
-        inbox.record({
+        void inbox.record({
           eventId: `tick-${recorded}`,
           scheme: 'sha256',
           type: 'steady.tick',
@@ -336,7 +336,7 @@ describe('GET /webhooks/events', () => {
       await deliver(t, body, await githubHeaders(body))
     }
     expectEnvelope(await t.get('/webhooks/events'), 401, 'UNAUTHORIZED')
-    const key = { 'x-api-key': apiKey(t) }
+    const key = { 'x-api-key': await apiKey(t) }
     const page = await t.get('/webhooks/events?limit=2&offset=1', { headers: key })
     expect(page.body.data.map((e: { id: string }) => e.id)).toEqual(['e4', 'e3'])
     expect(page.body.pagination).toEqual({ limit: 2, offset: 1, total: 5 })
@@ -353,19 +353,19 @@ describe('a restart', () => {
     const config = testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS })
     const first = makeDeps(config, memoryLogger())
     // Stored but never handled: the process died right after answering.
-    first.webhooks.inbox.record({
+    await first.webhooks.inbox.record({
       eventId: 'evt_a',
       scheme: 'stripe',
       type: 'user.created',
       payload: event('user.created', { email: 'a@example.com' }, 'evt_a'),
     })
-    first.webhooks.inbox.record({
+    await first.webhooks.inbox.record({
       eventId: 'evt_b',
       scheme: 'stripe',
       type: 'user.created',
       payload: event('user.created', { email: 'b@example.com' }, 'evt_b'),
     })
-    first.db.$client.close()
+    first.close()
     const second = makeDeps(config, memoryLogger())
     second.webhooks.worker.start()
     await second.webhooks.worker.settled()
@@ -376,7 +376,7 @@ describe('a restart', () => {
       'processed',
     ])
     await second.webhooks.worker.stop()
-    second.db.$client.close()
+    second.close()
   })
 })
 
@@ -406,6 +406,6 @@ describe('shutdown', () => {
     expect(finished).toBe(true)
     const reopened = makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
     expect(reopened.webhooks.inbox.list({ limit: 1, offset: 0 }).data[0]?.status).toBe('processed')
-    reopened.db.$client.close()
+    reopened.close()
   })
 })

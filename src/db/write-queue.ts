@@ -1,0 +1,149 @@
+import type { Database } from 'bun:sqlite'
+
+/** Writes in one group transaction at most; a burst beyond this commits in several. */
+export const DEFAULT_MAX_BATCH = 256
+
+export interface WriteQueueOptions {
+  maxBatch?: number
+  /** Called after every commit with how many writes it held (for metrics). */
+  onCommit?: (writes: number) => void
+  /** Called when a deferred write fails (it has no caller to tell). */
+  onDeferredError?: (error: unknown) => void
+}
+
+interface Waiting {
+  settle(): void
+  fail(error: unknown): void
+}
+
+/**
+ * Group commit. Writes that arrive within one turn of the event loop share one transaction
+ * and so one fsync: the first opens it (BEGIN IMMEDIATE), each runs in its own savepoint so a
+ * failing one (a duplicate email, a failed If-Match) is rolled back alone, and the transaction
+ * commits at the end of the turn (setImmediate, never a timer, so a lone write waits for
+ * nothing but its own commit) or as soon as it holds `maxBatch` writes. Every outcome, success
+ * or failure, is delivered only after that commit: no answer leaves before the write it
+ * reports is durable, and no refusal is given on the strength of a row that then fails to
+ * commit. When the commit fails, every write of the batch fails with its error.
+ *
+ * Work must be synchronous (bun:sqlite is) and must not open transactions of its own except
+ * through `db.transaction()`, which nests as a savepoint. Reads that must not see writes that
+ * are not committed yet belong on a separate reader connection.
+ */
+export class WriteQueue {
+  private readonly maxBatch: number
+  private waiting: Waiting[] = []
+  private open = false
+  private flushScheduled = false
+  private readonly statements: ReturnType<typeof prepare>
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly options: WriteQueueOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
+    this.statements = prepare(sqlite)
+  }
+
+  /** Runs `work` in the current group transaction; settles after that transaction commits. */
+  run<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const outcome = this.attempt(work)
+      if (!outcome.ok && !this.open) {
+        // The failure took the whole transaction with it: there is no commit to wait for.
+        reject(outcome.error)
+        return
+      }
+      this.waiting.push({
+        settle: outcome.ok ? () => resolve(outcome.value) : () => reject(outcome.error),
+        fail: reject,
+      })
+      if (this.waiting.length >= this.maxBatch) this.flush()
+    })
+  }
+
+  /**
+   * A write nobody waits for (a session's renewal, an API key's last use): it joins the
+   * current group transaction; a failure is reported to `onDeferredError` and goes no further.
+   */
+  defer(work: () => void): void {
+    this.run(work).catch((error) => this.options.onDeferredError?.(error))
+  }
+
+  /** Commits the open transaction now (shutdown, tests). */
+  flush(): void {
+    if (!this.open) return
+    const batch = this.waiting
+    this.waiting = []
+    this.open = false
+    try {
+      this.statements.commit.run()
+    } catch (error) {
+      this.abandon()
+      for (const write of batch) write.fail(error)
+      return
+    }
+    for (const write of batch) write.settle()
+    this.options.onCommit?.(batch.length)
+  }
+
+  private attempt<T>(work: () => T): { ok: true; value: T } | { ok: false; error: unknown } {
+    this.begin()
+    const { savepoint, release, rollbackTo } = this.statements
+    savepoint.run()
+    try {
+      const value = work()
+      release.run()
+      return { ok: true, value }
+    } catch (error) {
+      try {
+        rollbackTo.run()
+        release.run()
+      } catch {
+        // Some errors (SQLITE_FULL, SQLITE_IOERR) roll the whole transaction back: every
+        // write of the batch is lost and must be reported so.
+      }
+      if (!this.sqlite.inTransaction) this.failBatch(error)
+      return { ok: false, error }
+    }
+  }
+
+  private begin(): void {
+    if (this.open) return
+    this.statements.begin.run()
+    this.open = true
+    if (this.flushScheduled) return
+    this.flushScheduled = true
+    setImmediate(() => {
+      this.flushScheduled = false
+      this.flush()
+    })
+  }
+
+  private failBatch(error: unknown): void {
+    const batch = this.waiting
+    this.waiting = []
+    this.open = false
+    this.abandon()
+    for (const write of batch) write.fail(error)
+  }
+
+  private abandon(): void {
+    try {
+      if (this.sqlite.inTransaction) this.statements.rollback.run()
+    } catch {
+      // Nothing more can be done here; the connection reports the state on its next use.
+    }
+  }
+}
+
+function prepare(sqlite: Database) {
+  return {
+    begin: sqlite.prepare('BEGIN IMMEDIATE'),
+    commit: sqlite.prepare('COMMIT'),
+    rollback: sqlite.prepare('ROLLBACK'),
+    savepoint: sqlite.prepare('SAVEPOINT roster_write'),
+    release: sqlite.prepare('RELEASE roster_write'),
+    rollbackTo: sqlite.prepare('ROLLBACK TO roster_write'),
+  }
+}
