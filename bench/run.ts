@@ -152,6 +152,14 @@ interface Row {
   ratio: number
 }
 
+/** roster_db_writes_total / roster_db_commits_total: how many writes an fsync served. */
+async function writesPerCommit(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+  const commits = value('roster_db_commits_total')
+  return commits === 0 ? 0 : value('roster_db_writes_total') / commits
+}
+
 async function main() {
   await ensureWrk()
   if (!args['no-build']) {
@@ -165,6 +173,7 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'roster-bench-'))
   const repetitions: Row[][] = []
   const rss: { afterLoadMb: number }[] = []
+  const batching: number[] = []
   try {
     for (let rep = 0; rep < reps; rep++) {
       const repDir = join(dir, `rep-${rep}`)
@@ -215,6 +224,7 @@ async function main() {
           )
         }
         rss.push({ afterLoadMb: readRss(roster.proc.pid) / 1024 })
+        batching.push(await writesPerCommit(roster.url))
       } finally {
         await roster.stop()
         await baseline.stop()
@@ -222,7 +232,7 @@ async function main() {
       repetitions.push(rows)
     }
     const startup = await measureStartup(dir)
-    report(repetitions, startup, rss)
+    report(repetitions, startup, rss, batching)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -232,6 +242,7 @@ function report(
   repetitions: Row[][],
   startup: Awaited<ReturnType<typeof measureStartup>>,
   rss: { afterLoadMb: number }[],
+  batching: number[],
 ) {
   const lines = [
     `roster vs raw Bun.serve + bun:sqlite, ${reps} repetition(s) × ${duration} s, ${connections} connections, ${SEEDED} seeded users, roster sync=${args['roster-sync']}, baseline sync=${args['baseline-sync']}`,
@@ -271,11 +282,16 @@ function report(
   lines.push(
     `idle RSS after start: ${startup.idleRssMb.toFixed(1)} MB; RSS after the load: ${median(rss.map((r) => r.afterLoadMb)).toFixed(1)} MB`,
   )
+  if (batching.some((mean) => mean > 0)) {
+    lines.push(
+      `group commit: ${median(batching).toFixed(1)} writes per commit on average over a repetition (median of reps; from roster's /metrics)`,
+    )
+  }
   console.log(lines.join('\n'))
   mkdirSync(join(root, 'bench/results'), { recursive: true })
   writeFileSync(
     join(root, 'bench/results', `run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-    JSON.stringify({ args, summary, startup, rss, repetitions }, null, 2),
+    JSON.stringify({ args, summary, startup, rss, batching, repetitions }, null, 2),
   )
 }
 

@@ -57,7 +57,7 @@ export function createApp(
       }),
     )
     .use(corsPolicy(deps.config.corsOrigins, routes))
-    .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, () => deps.now().getTime()))
+    .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock))
     .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
     .use(metricsRoutes(deps))

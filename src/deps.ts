@@ -31,6 +31,8 @@ export interface Deps {
   readonly store: Store
   readonly log: Logger
   readonly now: () => Date
+  /** The same clock in epoch milliseconds. */
+  readonly clock: () => number
   readonly startedAt: number
   readonly dbPath: string
   readonly uploadDir: string
@@ -50,6 +52,8 @@ export interface Deps {
   close(): void
 }
 
+const systemNow = () => new Date()
+
 /** The data directory, its database and upload folder could not be prepared. */
 export class DataDirError extends Error {}
 
@@ -62,7 +66,7 @@ export class DataDirError extends Error {}
 export function makeDeps(
   config: Config,
   log: Logger,
-  now: () => Date = () => new Date(),
+  now: () => Date = systemNow,
   options: { sweepUploads?: boolean } = {},
 ): Deps {
   const uploadDir = join(config.dataDir, 'uploads')
@@ -84,7 +88,8 @@ export function makeDeps(
       log.warn('a deferred write failed', { error: (error as Error).message }),
   })
   const store: Store = { db, reader: openReader(dbPath), writes }
-  const clock = () => now().getTime()
+  // Date.now, not a Date per call, when the clock is the system's (the hot paths read it).
+  const clock = now === systemNow ? Date.now : () => now().getTime()
   const idempotency = createIdempotencyStore(store, clock)
   const credentials = createCredentialStore(store, clock)
   const apiKeys = createApiKeyService(store, now)
@@ -117,6 +122,7 @@ export function makeDeps(
     store,
     log,
     now,
+    clock,
     startedAt: clock(),
     dbPath,
     uploadDir,

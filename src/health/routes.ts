@@ -40,7 +40,7 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
       const body = {
         status: healthy ? 'ok' : 'unavailable',
         version,
-        uptime_s: Math.floor((deps.now().getTime() - deps.startedAt) / 1000),
+        uptime_s: Math.floor((deps.clock() - deps.startedAt) / 1000),
         checks: { database, storage },
       } as const
       if (healthy) return body
@@ -79,7 +79,7 @@ export function healthChecks(deps: Deps): () => { database: CheckState; storage:
     }
   }
   return () => {
-    const now = deps.now().getTime()
+    const now = deps.clock()
     if (now - checkedAt >= HEALTH_CHECK_INTERVAL_MS) {
       checkedAt = now
       result = {
