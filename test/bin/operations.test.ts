@@ -227,4 +227,36 @@ describe('metrics and the rate limit (the compiled binary)', () => {
       await server.stop()
     }
   })
+
+  test('concurrent writes share group commits at --sync full; each 201 is readable at once', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path, '--sync', 'full'])
+    try {
+      const created = await Promise.all(
+        Array.from({ length: 64 }, (_, i) =>
+          fetch(`${server.url}/users`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ name: `User ${i}`, email: `user${i}@example.com` }),
+          }).then(async (response) => ({
+            status: response.status,
+            location: response.headers.get('location'),
+            body: (await response.json()) as { id: number },
+          })),
+        ),
+      )
+      expect(created.every((reply) => reply.status === 201)).toBe(true)
+      // Answered after the commit: another connection reads every one of them right away.
+      for (const reply of created) {
+        expect((await fetch(`${server.url}${reply.location}`)).status).toBe(200)
+      }
+      const text = await (await fetch(`${server.url}/metrics`)).text()
+      const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1])
+      expect(value('roster_db_writes_total')).toBeGreaterThanOrEqual(64)
+      expect(value('roster_db_commits_total')).toBeGreaterThanOrEqual(1)
+      expect(value('roster_db_commits_total')).toBeLessThan(value('roster_db_writes_total'))
+    } finally {
+      await server.stop()
+    }
+  })
 })
