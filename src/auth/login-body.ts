@@ -1,5 +1,5 @@
 import { badRequest, unsupportedMediaType, validationFailed } from '../http/errors'
-import { readText } from '../http/json-body'
+import { parseJsonObject, readText } from '../http/json-body'
 import { fieldDetail } from '../http/validation'
 
 /** Sign-in bodies are small; anything bigger is refused before it is read. */
@@ -36,23 +36,10 @@ export function loginBody() {
       throw unsupportedMediaType(`Send the credentials as ${FORM}, ${JSON_TYPE} or ${MULTIPART}`)
     }
     const text = await readText(request, MAX_LOGIN_BYTES)
-    if (type === JSON_TYPE) return parseJson(text)
+    if (type === JSON_TYPE) return parseJsonObject(text)
     if (type === FORM) return flatten(new URLSearchParams(text))
     return flatten(await parseMultipart(text, request.headers.get('content-type') ?? ''))
   }
-}
-
-function parseJson(text: string): Record<string, unknown> {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw badRequest('The request body is not valid JSON')
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw validationFailed([fieldDetail('body', 'must be a JSON object', value)])
-  }
-  return value as Record<string, unknown>
 }
 
 async function parseMultipart(text: string, contentType: string): Promise<FormData> {

@@ -33,21 +33,27 @@ export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
     }
     const text = await readText(request, MAX_JSON_BYTES)
     if (text.trim() === '') throw badRequest('The request body is empty; send a JSON object')
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      throw badRequest('The request body is not valid JSON')
-    }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw validationFailed([fieldDetail('body', 'must be a JSON object', value)])
-    }
+    const value = parseJsonObject(text)
     // JSON.parse makes `__proto__` an own key, and TypeBox's unknown-field check skips it.
     if (Object.hasOwn(value, '__proto__')) {
       throw validationFailed([fieldDetail('__proto__', 'is not a known field')])
     }
     return value
   }
+}
+
+/** A JSON object from text: BAD_REQUEST when it is not JSON, VALIDATION_ERROR when not an object. */
+export function parseJsonObject(text: string): Record<string, unknown> {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw badRequest('The request body is not valid JSON')
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw validationFailed([fieldDetail('body', 'must be a JSON object', value)])
+  }
+  return value as Record<string, unknown>
 }
 
 /** Reads the body as UTF-8 text, refusing with 413 once it passes `limit` bytes. */

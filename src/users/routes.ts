@@ -1,4 +1,4 @@
-import { type DocumentDecoration, Elysia } from 'elysia'
+import { type Context, type DocumentDecoration, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
 import { authPlugin } from '../auth/plugin'
 import { ANY_CREDENTIAL_SECURITY, ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
@@ -29,7 +29,7 @@ import {
   UserPageV2,
   UserView,
 } from './schema'
-import { etagOf, type SearchResult, toView } from './service'
+import { etagOf, type SearchResult, toView, type WriteGuard } from './service'
 
 export type ApiVersion = 1 | 2
 
@@ -99,6 +99,21 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
   const { users, idempotency, config } = deps
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
+
+  /** PUT and PATCH: the caller may write, the password is hashed, the guarded update runs. */
+  async function applyUpdate(
+    rawId: string,
+    body: { name?: string; email?: string; password?: string },
+    set: Context['set'],
+    guard: WriteGuard,
+  ) {
+    const id = parseUserId(rawId)
+    access.mayWrite(set, id)
+    const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
+    const user = await users.update(id, { name: body.name, email: body.email, passwordHash }, guard)
+    set.headers.etag = etagOf(user)
+    return toView(user)
+  }
 
   const app = new Elysia({ prefix }).use(authPlugin(deps))
   const withList =
@@ -250,22 +265,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     )
     .put(
       '/users/:id',
-      async ({ params, body, request, set }) => {
-        const id = parseUserId(params.id)
-        access.mayWrite(set, id)
-        const passwordHash =
-          body.password === undefined ? undefined : await hashPassword(body.password)
-        const user = await users.update(
-          id,
-          { name: body.name, email: body.email, passwordHash },
-          {
-            ifMatch: request.headers.get('if-match'),
-            echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
-          },
-        )
-        set.headers.etag = etagOf(user)
-        return toView(user)
-      },
+      ({ params, body, request, set }) =>
+        applyUpdate(params.id, body, set, {
+          ifMatch: request.headers.get('if-match'),
+          echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
+        }),
       {
         ...access.write,
         parse: jsonBody(),
@@ -282,19 +286,8 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     )
     .patch(
       '/users/:id',
-      async ({ params, body, request, set }) => {
-        const id = parseUserId(params.id)
-        access.mayWrite(set, id)
-        const passwordHash =
-          body.password === undefined ? undefined : await hashPassword(body.password)
-        const user = await users.update(
-          id,
-          { name: body.name, email: body.email, passwordHash },
-          { ifMatch: request.headers.get('if-match') },
-        )
-        set.headers.etag = etagOf(user)
-        return toView(user)
-      },
+      ({ params, body, request, set }) =>
+        applyUpdate(params.id, body, set, { ifMatch: request.headers.get('if-match') }),
       {
         ...access.write,
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
