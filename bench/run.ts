@@ -1,4 +1,5 @@
-// roster against a raw Bun.serve + bun:sqlite baseline, in the same run, as ratios.
+// roster against a raw Bun.serve + bun:sqlite baseline, in the same run, as ratios; on /health
+// and GET by id also the floor (bench/floor.ts): the contract's per-request work with no framework.
 // Usage: bun bench/run.ts [--duration 10] [--reps 1] [--connections 32] [--roster-sync normal|full]
 //                         [--baseline-sync normal|full] [--only a,b] [--no-build]
 // Servers run pinned to CPU 0, wrk to CPU 1. Results: a table on stdout, JSON in bench/results/.
@@ -34,11 +35,18 @@ interface Scenario {
   name: string
   path: string
   script?: string
+  /** bench/floor.ts answers it too. */
+  floor?: boolean
 }
 
 const ALL_SCENARIOS: Scenario[] = [
-  { name: 'GET /health', path: '/health' },
-  { name: 'GET /users/{random id}', path: '/users/1', script: 'random-user.lua' },
+  { name: 'GET /health', path: '/health', floor: true },
+  {
+    name: 'GET /users/{random id}',
+    path: '/users/1',
+    script: 'random-user.lua',
+    floor: true,
+  },
   { name: 'GET /users?limit=20', path: '/users?limit=20' },
   { name: 'GET /users?limit=20&offset=9000', path: '/users?limit=20&offset=9000' },
   { name: 'GET /v2/users?limit=20', path: '/v2/users?limit=20' },
@@ -53,15 +61,21 @@ const BASELINE_DDL = `CREATE TABLE IF NOT EXISTS users (
   id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE,
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL)`
 
-/** The same 10,000 users in both databases. */
-function seed(rosterDb: string, baselineDb: string): void {
+const FLOOR_DDL = `CREATE TABLE IF NOT EXISTS users (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 1)`
+
+/** The same 10,000 users in every database. */
+function seed(rosterDb: string, baselineDb: string, floorDb: string): void {
   const at = '2026-01-01T00:00:00.000Z'
-  for (const [path, withKey] of [
-    [rosterDb, true],
-    [baselineDb, false],
+  for (const [path, ddl] of [
+    [rosterDb, null],
+    [baselineDb, BASELINE_DDL],
+    [floorDb, FLOOR_DDL],
   ] as const) {
+    const withKey = ddl === null
     const db = new Database(path, { create: true })
-    if (!withKey) db.run(BASELINE_DDL)
+    if (ddl !== null) db.run(ddl)
     const insert = withKey
       ? db.query(
           'INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?1, ?2, ?2, ?3, ?3)',
@@ -74,11 +88,12 @@ function seed(rosterDb: string, baselineDb: string): void {
   }
 }
 
-async function startPair(dir: string) {
+async function startServers(dir: string) {
   const rosterData = join(dir, 'roster')
   const baselineDb = join(dir, 'baseline.db')
+  const floorDb = join(dir, 'floor.db')
   await Bun.spawn([join(root, 'dist/roster'), 'migrate', '--data-dir', rosterData]).exited
-  seed(join(rosterData, 'roster.db'), baselineDb)
+  seed(join(rosterData, 'roster.db'), baselineDb, floorDb)
   const roster = await spawnServer(
     pinned(0, [
       join(root, 'dist/roster'),
@@ -102,7 +117,16 @@ async function startPair(dir: string) {
       String(args['baseline-sync']),
     ]),
   )
-  return { roster, baseline }
+  const floor = await spawnServer(
+    pinned(0, [
+      process.execPath,
+      join(root, 'bench/floor.ts'),
+      floorDb,
+      '0',
+      join(dir, 'floor-access.log'),
+    ]),
+  )
+  return { roster, baseline, floor }
 }
 
 /** Spawn to first 200 from /health, on an existing data dir (warm) and an empty one (cold). */
@@ -150,6 +174,9 @@ interface Row {
   baseline: WrkResult
   roster: WrkResult
   ratio: number
+  floor?: WrkResult
+  /** floor req/s over baseline req/s: the best ratio the contract's per-request work allows. */
+  floorRatio?: number
 }
 
 /** roster_db_writes_total / roster_db_commits_total: how many writes an fsync served. */
@@ -178,21 +205,19 @@ async function main() {
     for (let rep = 0; rep < reps; rep++) {
       const repDir = join(dir, `rep-${rep}`)
       mkdirSync(repDir)
-      const { roster, baseline } = await startPair(repDir)
+      const { roster, baseline, floor } = await startServers(repDir)
       const rows: Row[] = []
       try {
         for (const scenario of scenarios) {
-          // Alternate which server goes first, so warm-up and drift do not favour one side.
-          const order: [string, Spawned][] =
-            rep % 2 === 0
-              ? [
-                  ['baseline', baseline],
-                  ['roster', roster],
-                ]
-              : [
-                  ['roster', roster],
-                  ['baseline', baseline],
-                ]
+          // Rotate which server goes first, so warm-up and drift do not favour one side.
+          const servers: [string, Spawned][] = [
+            ['baseline', baseline],
+            ['roster', roster],
+          ]
+          if (scenario.floor) servers.push(['floor', floor])
+          const order = servers.map(
+            (_, i) => servers[(i + rep) % servers.length] as [string, Spawned],
+          )
           const results: Record<string, WrkResult> = {}
           for (const [name, server] of order) {
             await runWrk({
@@ -217,10 +242,17 @@ async function main() {
             baseline: results.baseline as WrkResult,
             roster: results.roster as WrkResult,
             ratio: (results.roster as WrkResult).rps / (results.baseline as WrkResult).rps,
+            floor: results.floor,
+            floorRatio:
+              results.floor === undefined
+                ? undefined
+                : results.floor.rps / (results.baseline as WrkResult).rps,
           }
           rows.push(row)
+          const floorText =
+            row.floorRatio === undefined ? '' : `, floor ratio ${row.floorRatio.toFixed(2)}`
           console.error(
-            `rep ${rep + 1}/${reps} ${row.scenario}: roster ${row.roster.rps.toFixed(0)} req/s, baseline ${row.baseline.rps.toFixed(0)} req/s, ratio ${row.ratio.toFixed(2)}`,
+            `rep ${rep + 1}/${reps} ${row.scenario}: roster ${row.roster.rps.toFixed(0)} req/s, baseline ${row.baseline.rps.toFixed(0)} req/s, ratio ${row.ratio.toFixed(2)}${floorText}`,
           )
         }
         rss.push({ afterLoadMb: readRss(roster.proc.pid) / 1024 })
@@ -228,6 +260,7 @@ async function main() {
       } finally {
         await roster.stop()
         await baseline.stop()
+        await floor.stop()
       }
       repetitions.push(rows)
     }
@@ -247,8 +280,8 @@ function report(
   const lines = [
     `roster vs raw Bun.serve + bun:sqlite, ${reps} repetition(s) × ${duration} s, ${connections} connections, ${SEEDED} seeded users, roster sync=${args['roster-sync']}, baseline sync=${args['baseline-sync']}`,
     '',
-    '| scenario | baseline req/s | roster req/s | ratio (median of reps) | baseline p99 ms | roster p99 ms |',
-    '|---|---|---|---|---|---|',
+    '| scenario | baseline req/s | roster req/s | ratio (median of reps) | floor ratio | baseline p99 ms | roster p99 ms |',
+    '|---|---|---|---|---|---|---|',
   ]
   const summary: Record<string, unknown>[] = []
   for (let i = 0; i < (repetitions[0]?.length ?? 0); i++) {
@@ -259,13 +292,25 @@ function report(
       rosterRps: median(rows.map((r) => r.roster.rps)),
       ratio: median(rows.map((r) => r.ratio)),
       ratios: rows.map((r) => Number(r.ratio.toFixed(3))),
+      floorRatio: rows.every((r) => r.floorRatio !== undefined)
+        ? median(rows.map((r) => r.floorRatio as number))
+        : null,
+      floorRatios: rows.map((r) =>
+        r.floorRatio === undefined ? null : Number(r.floorRatio.toFixed(3)),
+      ),
       baselineP99: median(rows.map((r) => r.baseline.p99Ms)),
       rosterP99: median(rows.map((r) => r.roster.p99Ms)),
       errors: rows.reduce((n, r) => n + r.roster.errors, 0),
     }
     summary.push(entry)
     lines.push(
-      `| ${entry.scenario} | ${entry.baselineRps.toFixed(0)} | ${entry.rosterRps.toFixed(0)} | **${entry.ratio.toFixed(2)}×** | ${entry.baselineP99.toFixed(2)} | ${entry.rosterP99.toFixed(2)} |`,
+      `| ${entry.scenario} | ${entry.baselineRps.toFixed(0)} | ${entry.rosterRps.toFixed(0)} | **${entry.ratio.toFixed(2)}×** | ${entry.floorRatio === null ? '–' : `${entry.floorRatio.toFixed(2)}×`} | ${entry.baselineP99.toFixed(2)} | ${entry.rosterP99.toFixed(2)} |`,
+    )
+  }
+  if (summary.some((s) => s.floorRatio !== null)) {
+    lines.push(
+      '',
+      "floor ratio: bench/floor.ts (raw Bun.serve doing only the contract's per-request work: request id, API-Version, CORS, ETag, metrics, the access log) over the baseline; the most any framework could reach",
     )
   }
   const first = summary.find((s) => s.scenario === 'GET /v2/users?limit=20')
