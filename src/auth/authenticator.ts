@@ -82,18 +82,37 @@ export function createAuthenticator(deps: {
     schemes: readonly Scheme[],
     ipOf: () => string,
   ): Promise<Principal> {
-    const address = credentials.email.toLowerCase()
-    const ip = ipOf()
-    const wait = deps.limiter.retryAfter(address, ip)
-    if (wait > 0) throw tooManyAttempts(wait)
-    const user = deps.users.byEmail(credentials.email)
-    const ok = await verifyPassword(credentials.password, user?.passwordHash ?? (await dummyHash()))
-    if (user === null || user.passwordHash === null || !ok) {
-      deps.limiter.recordFailure(address, ip)
-      throw unauthorized(schemes, 'Invalid email or password')
-    }
+    const user = await signIn(credentials.email.toLowerCase(), credentials.password, ipOf())
+    if (user === null) throw unauthorized(schemes, 'Invalid email or password')
     deps.basicCache.remember(credentials, user.id, user.passwordHash)
     return { kind: 'user', userId: user.id, scheme: 'basic' }
+  }
+
+  /**
+   * The one password check, for /login and Basic: the limiter lets it through or answers 429,
+   * argon2 runs (against a dummy hash when the address is unknown, so both failures take as
+   * long), and the outcome is settled with the limiter. The user, or null when the address or
+   * the password is wrong.
+   */
+  async function signIn(
+    address: string,
+    password: string,
+    ip: string,
+  ): Promise<{ id: number; passwordHash: string } | null> {
+    const attempt = deps.limiter.attempt(address, ip)
+    if ('retryAfter' in attempt) throw tooManyAttempts(attempt.retryAfter)
+    try {
+      const user = deps.users.byEmail(address)
+      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+      if (user === null || user.passwordHash === null || !ok) {
+        attempt.failed()
+        return null
+      }
+      attempt.succeeded()
+      return { id: user.id, passwordHash: user.passwordHash }
+    } finally {
+      attempt.abandoned()
+    }
   }
 
   function bearer(header: string, schemes: readonly Scheme[]): Principal {
@@ -115,6 +134,7 @@ export function createAuthenticator(deps: {
   }
 
   return {
+    signIn,
     /**
      * Synchronous except for Basic (argon2 runs off the thread) and a session that is renewed
      * (its new expiry is stored first): a Promise comes back only for those.

@@ -8,10 +8,8 @@ import { offsetPageAnswer } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
 import type { User } from '../users/schema'
 import { toView } from '../users/service'
-import { dummyHash, tooManyAttempts } from './authenticator'
 import { clearSessionCookie, sessionCookie, writeSessionCookie } from './cookies'
 import { loginBody } from './login-body'
-import { verifyPassword } from './passwords'
 import { authPlugin, isSecure } from './plugin'
 import { principalOf } from './principal'
 import {
@@ -32,7 +30,7 @@ const KEY_ID = /^[1-9][0-9]{0,15}$/
 
 /** /login, /logout, /me, /secure, /data and /api-keys under one prefix. */
 export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { users, credentials, apiKeys, limiter, config } = deps
+  const { users, credentials, apiKeys, authenticator, config } = deps
   const listPath = `${prefix}/api-keys`
 
   /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
@@ -56,16 +54,9 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       async ({ body, request, server, cookie, set }) => {
         const { address, password } = signInFields(body)
         const ip = clientIp(request, server, config.trustProxy)
-        const wait = limiter.retryAfter(address, ip)
-        if (wait > 0) throw tooManyAttempts(wait)
-        const user = users.byEmail(address)
-        // An unknown email still costs one verification, so both failures take as long.
-        const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
-        if (user === null || user.passwordHash === null || !ok) {
-          limiter.recordFailure(address, ip)
+        const user = await authenticator.signIn(address, password, ip)
+        if (user === null)
           throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
-        }
-        limiter.recordSuccess(address)
         const issued = await credentials.issue(user.id)
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, deps))
         set.headers['cache-control'] = NO_STORE

@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { passwordWorkload } from '../../src/auth/passwords'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
-import { form, PASSWORD } from '../helpers/auth'
+import { basic, form, PASSWORD } from '../helpers/auth'
 
 // Many sign-ins here each run argon2id (tens of ms).
 setDefaultTimeout(30_000)
@@ -212,6 +212,48 @@ describe('the login limiter', () => {
     expect(
       (await t.call('POST', '/login', form({ email: ada.email, password: PASSWORD }))).status,
     ).toBe(200)
+  })
+
+  test('50 concurrent wrong logins for one address: at most 10 passwords checked, the rest 429; another address still signs in', async () => {
+    using t = makeTestApp()
+    await t.post('/users', ada)
+    await t.post('/users', { name: 'Bob', email: 'bob@example.com', password: PASSWORD })
+    const guesses = Array.from({ length: 50 }, (_, i) =>
+      t.call('POST', '/login', form({ email: ada.email, password: `wrong ${i}` })),
+    )
+    const bob = t.call('POST', '/login', form({ email: 'bob@example.com', password: PASSWORD }))
+    const replies = await Promise.all(guesses)
+    const statuses = replies.map((reply) => reply.status)
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(10)
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(40)
+    expect(statuses.every((status) => status === 401 || status === 429)).toBe(true)
+    for (const reply of replies.filter((r) => r.status === 429)) {
+      expectEnvelope(reply, 429, 'RATE_LIMITED')
+      expect(Number(reply.headers.get('retry-after'))).toBeGreaterThan(0)
+    }
+    expect((await bob).status).toBe(200)
+    // Settled: ten failures are on the books, so the right password is refused too.
+    expectEnvelope(
+      await t.call('POST', '/login', form({ email: ada.email, password: PASSWORD })),
+      429,
+      'RATE_LIMITED',
+    )
+  })
+
+  test('50 concurrent wrong Basic credentials on /secure: at most 10 checked, the rest 429', async () => {
+    using t = makeTestApp()
+    await t.post('/users', ada)
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        t.get('/secure', { headers: { authorization: basic(ada.email, `wrong ${i}`) } }),
+      ),
+    )
+    const statuses = replies.map((reply) => reply.status)
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(10)
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(40)
+    expect(
+      (await t.get('/secure', { headers: { authorization: basic(ada.email, PASSWORD) } })).status,
+    ).toBe(429)
   })
 
   test('only 401 answers count: 422s and successes do not', async () => {
