@@ -7,7 +7,16 @@ import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
 import type { Config } from './config'
-import { DatabaseOpenError, type Db, openDatabase, openReader, type Store } from './db/client'
+import {
+  DatabaseLostError,
+  DatabaseOpenError,
+  type Db,
+  type FileIdentityGuard,
+  fileIdentityGuard,
+  openDatabase,
+  openReader,
+  type Store,
+} from './db/client'
 import { runMigrations } from './db/migrate'
 import { WriteQueue } from './db/write-queue'
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
@@ -35,6 +44,8 @@ export interface Deps {
   readonly clock: () => number
   readonly startedAt: number
   readonly dbPath: string
+  /** Whether the database file is still the one that was opened (see fileIdentityGuard). */
+  readonly databaseFile: FileIdentityGuard
   readonly uploadDir: string
   readonly users: UserService
   readonly idempotency: IdempotencyStore
@@ -82,10 +93,15 @@ export function makeDeps(
     throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
   }
   const metrics = createMetrics(VERSION)
+  const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
   const writes = new WriteQueue(db.$client, {
     onCommit: metrics.committed,
-    onDeferredError: (error) =>
-      log.warn('a deferred write failed', { error: (error as Error).message }),
+    beforeCommit: databaseFile.check,
+    onDeferredError: (error) => {
+      // Said once already, when it was noticed.
+      if (error instanceof DatabaseLostError) return
+      log.warn('a deferred write failed', { error: (error as Error).message })
+    },
   })
   const store: Store = { db, reader: openReader(dbPath), writes }
   // Date.now, not a Date per call, when the clock is the system's (the hot paths read it).
@@ -125,6 +141,7 @@ export function makeDeps(
     clock,
     startedAt: clock(),
     dbPath,
+    databaseFile,
     uploadDir,
     users,
     idempotency,

@@ -1,5 +1,5 @@
 import { Database } from 'bun:sqlite'
-import { chmodSync, existsSync } from 'node:fs'
+import { chmodSync, existsSync, statSync } from 'node:fs'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import * as schema from './schema'
 import type { WriteQueue } from './write-queue'
@@ -68,3 +68,45 @@ function describeOpenFailure(path: string, error: unknown): string {
   }
   return `cannot open ${path}: ${(error as Error).message}`
 }
+
+/**
+ * The database file was deleted or replaced while roster had it open: every write from then on
+ * would go into a file nobody will open again. (`code` is what the error handler maps to 503.)
+ */
+export class DatabaseLostError extends Error {
+  readonly code = 'DATABASE_LOST'
+
+  constructor(path: string) {
+    super(
+      `${path} was removed or replaced while roster had it open; writes are refused until a restart`,
+    )
+  }
+}
+
+/**
+ * Tells whether the file at `path` is still the one that was opened, by device and inode (one
+ * stat, a microsecond or two). Once it is not, it never is again: a copy put back at the path
+ * is another file, and the open connection still writes to the old one. `onLost` runs once.
+ */
+export function fileIdentityGuard(path: string, onLost: (error: DatabaseLostError) => void) {
+  const opened = statSync(path)
+  let lost: DatabaseLostError | null = null
+  return {
+    /** Throws DatabaseLostError when the file at the path is gone or is another file. */
+    check(): void {
+      if (lost !== null) throw lost
+      let current: { dev: number; ino: number } | undefined
+      try {
+        current = statSync(path)
+      } catch {
+        current = undefined
+      }
+      if (current?.dev === opened.dev && current.ino === opened.ino) return
+      lost = new DatabaseLostError(path)
+      onLost(lost)
+      throw lost
+    },
+  }
+}
+
+export type FileIdentityGuard = ReturnType<typeof fileIdentityGuard>

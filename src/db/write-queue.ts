@@ -9,6 +9,11 @@ export interface WriteQueueOptions {
   onCommit?: (writes: number) => void
   /** Called when a deferred write fails (it has no caller to tell). */
   onDeferredError?: (error: unknown) => void
+  /**
+   * Runs before every BEGIN and COMMIT; when it throws, the transaction is rolled back and
+   * every write of it fails with that error (the database file vanished, say).
+   */
+  beforeCommit?: () => void
 }
 
 interface Waiting {
@@ -77,6 +82,7 @@ export class WriteQueue {
     this.waiting = []
     this.open = false
     try {
+      this.options.beforeCommit?.()
       this.statements.commit.run()
     } catch (error) {
       this.abandon()
@@ -110,6 +116,7 @@ export class WriteQueue {
 
   private begin(): void {
     if (this.open) return
+    this.options.beforeCommit?.()
     this.statements.begin.run()
     this.open = true
     if (this.flushScheduled) return

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from 'node:fs'
+import { accessSync, constants } from 'node:fs'
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../deps'
@@ -85,7 +85,7 @@ export function healthChecks(deps: Deps): () => { database: CheckState; storage:
       result = {
         database: passes(() => {
           ping.get()
-          if (!existsSync(deps.dbPath)) throw new Error('database file is gone')
+          deps.databaseFile.check()
         }),
         storage: passes(() => accessSync(deps.uploadDir, constants.W_OK)),
       }

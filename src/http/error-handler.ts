@@ -87,6 +87,12 @@ function toAppError(
   if (errno === 'ENOSPC' || errno === 'SQLITE_FULL') {
     return new AppError('INSUFFICIENT_STORAGE', 'The disk is full; nothing was stored')
   }
+  if (errno === 'DATABASE_LOST') {
+    return new AppError(
+      'SERVICE_UNAVAILABLE',
+      'The database file was removed or replaced; roster refuses writes until it is restarted',
+    )
+  }
   if (errno === 'SQLITE_BUSY') {
     return new AppError('SERVICE_UNAVAILABLE', 'The database is busy; retry shortly', [], {
       'retry-after': '1',
