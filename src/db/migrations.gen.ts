@@ -3,10 +3,12 @@ import m0 from '../../drizzle/0000_init.sql' with { type: 'text' }
 import m1 from '../../drizzle/0001_credentials.sql' with { type: 'text' }
 import m2 from '../../drizzle/0002_uploads.sql' with { type: 'text' }
 import m3 from '../../drizzle/0003_webhooks.sql' with { type: 'text' }
+import m4 from '../../drizzle/0004_webhook_body_hash.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
   { tag: '0001_credentials', when: 1795245018263, sql: m1 },
   { tag: '0002_uploads', when: 1795246337959, sql: m2 },
   { tag: '0003_webhooks', when: 1795246810892, sql: m3 },
+  { tag: '0004_webhook_body_hash', when: 1795460947494, sql: m4 },
 ]

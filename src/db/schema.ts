@@ -156,9 +156,16 @@ export const webhookEvents = sqliteTable(
     receivedAt: text('received_at').notNull(),
     processedAt: text('processed_at'),
     nextAttemptAt: integer('next_attempt_at'),
+    /**
+     * The SHA-256 of the signed body, for the `sha256=` scheme only (null for the others): its
+     * signature covers no timestamp and its event id may come from an unsigned header, so a
+     * captured delivery resent under a new delivery id is recognised by its bytes.
+     */
+    bodySha256: text('body_sha256'),
   },
   (table) => [
     uniqueIndex('webhook_events_scheme_event_id_unique').on(table.scheme, table.eventId),
+    uniqueIndex('webhook_events_body_sha256_unique').on(table.bodySha256),
     index('webhook_events_due_idx').on(table.nextAttemptAt),
   ],
 )

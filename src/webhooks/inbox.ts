@@ -45,8 +45,9 @@ export function createWebhookInbox(store: Store, now: () => Date) {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const insert = sqlite.query(
-    `INSERT INTO webhook_events (event_id, scheme, type, payload, status, attempts, received_at, next_attempt_at)
-     VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT (scheme, event_id) DO NOTHING`,
+    // Either unique key makes it a duplicate: (scheme, event id), or the body's hash (sha256=).
+    `INSERT INTO webhook_events (event_id, scheme, type, payload, status, attempts, received_at, next_attempt_at, body_sha256)
+     VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT DO NOTHING`,
   )
   const dueBatch = sqlite.query<EventRow, [number, number]>(
     `SELECT seq, event_id, scheme, type, payload, attempts FROM webhook_events
@@ -78,12 +79,16 @@ export function createWebhookInbox(store: Store, now: () => Date) {
   }))
 
   return {
-    /** Commits a verified event; false when this (scheme, id) was seen before. */
+    /**
+     * Commits a verified event; false when this (scheme, id) was seen before, or (sha256=
+     * scheme) the same signed body was.
+     */
     async record(event: {
       eventId: string
       scheme: WebhookScheme
       type: string
       payload: string
+      bodySha256: string | null
     }): Promise<boolean> {
       const at = now()
       const { changes } = await writes.run(() =>
@@ -94,6 +99,7 @@ export function createWebhookInbox(store: Store, now: () => Date) {
           event.payload,
           at.toISOString(),
           at.getTime(),
+          event.bodySha256,
         ),
       )
       return changes > 0

@@ -147,10 +147,12 @@ function parseEvent(raw: Uint8Array, verified: Verified) {
   }
   const bodyId =
     typeof event.id === 'string' || typeof event.id === 'number' ? String(event.id) : null
+  // sha256=: no timestamp is signed, so the body's hash also deduplicates (see the inbox).
+  const bodySha256 = verified.scheme === 'sha256' ? Bun.SHA256.hash(raw, 'hex') : null
   let eventId: string | null
   if (verified.scheme === 'standard') eventId = verified.headerEventId
   else if (verified.scheme === 'stripe') eventId = bodyId
-  else eventId = verified.headerEventId ?? bodyId ?? Bun.SHA256.hash(raw, 'hex')
+  else eventId = verified.headerEventId ?? bodyId ?? bodySha256
   if (eventId === null || eventId === '' || eventId.length > MAX_EVENT_ID) {
     problems.push(
       fieldDetail('id', 'must be the event id (a string of 1–255 characters)', event.id),
@@ -162,5 +164,6 @@ function parseEvent(raw: Uint8Array, verified: Verified) {
     scheme: verified.scheme,
     type: event.type as string,
     payload,
+    bodySha256,
   }
 }

@@ -105,6 +105,31 @@ describe('POST /webhooks', () => {
     expect((await events(t))[0]?.attempts).toBe(1)
   })
 
+  test('sha256=: a captured delivery resent under a new X-GitHub-Delivery is not handled again', async () => {
+    using t = webhookApp()
+    await t.post('/users', { name: 'Gone', email: 'gone@example.com' })
+    const created = event('user.created', { email: 'gone@example.com', name: 'Gone' })
+    const deleted = event('user.deleted', { email: 'gone@example.com' })
+    const createdHeaders = await githubHeaders(created, GITHUB_SECRET, 'gh-1')
+    expect((await deliver(t, created, createdHeaders)).status).toBe(200)
+    expect(
+      (await deliver(t, deleted, await githubHeaders(deleted, GITHUB_SECRET, 'gh-2'))).status,
+    ).toBe(200)
+    await t.deps.webhooks.worker.settled()
+    expect((await t.get('/users?limit=100')).body.pagination.total).toBe(0)
+    // An attacker replays the captured "created" bytes and signature with a fresh delivery id.
+    const replayed = await deliver(t, created, { ...createdHeaders, 'x-github-delivery': 'gh-3' })
+    expect(replayed.status).toBe(200)
+    expect(replayed.body).toEqual({ received: true })
+    await t.deps.webhooks.worker.settled()
+    expect((await t.get('/users?limit=100')).body.pagination.total).toBe(0)
+    expect((await events(t)).map((e) => e.id)).toEqual(['gh-2', 'gh-1'])
+    // The hash is kept for this scheme only: Stripe's timestamped signature already covers it.
+    const stripeBody = event('noop.same', {}, 'evt_same_1')
+    expect((await deliver(t, stripeBody, await stripeHeaders(stripeBody))).status).toBe(200)
+    expect((await events(t)).length).toBe(3)
+  })
+
   test('twenty copies arriving at the same moment: one event, handled once', async () => {
     using t = webhookApp()
     let handled = 0
@@ -200,6 +225,7 @@ describe('POST /webhooks', () => {
           scheme: 'sha256',
           type: 'steady.tick',
           payload,
+          bodySha256: null,
         })
         recorded += 1
         nextEventAt += 10
@@ -358,12 +384,14 @@ describe('a restart', () => {
       scheme: 'stripe',
       type: 'user.created',
       payload: event('user.created', { email: 'a@example.com' }, 'evt_a'),
+      bodySha256: null,
     })
     await first.webhooks.inbox.record({
       eventId: 'evt_b',
       scheme: 'stripe',
       type: 'user.created',
       payload: event('user.created', { email: 'b@example.com' }, 'evt_b'),
+      bodySha256: null,
     })
     first.close()
     const second = makeDeps(config, memoryLogger())
