@@ -25,6 +25,9 @@ export function errorHandler(options: ErrorHandlerOptions) {
     { as: 'global' },
     function renderError({ error, code, request, set, route }) {
       const requestId = String(set.headers['x-request-id'] ?? '')
+      // Before routing (an onRequest hook threw) there is no route yet: label it by path.
+      const label = typeof route === 'string' && route !== '' ? route : CATCH_ALL
+      if (request.signal.aborted) return clientGone(error, request, set, label, requestId)
       const appError = toAppError(error, code, request, options, requestId)
       const response = errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
       set.status = appError.status
@@ -33,14 +36,59 @@ export function errorHandler(options: ErrorHandlerOptions) {
       options.onAnswer?.({
         set,
         request,
-        // Before routing (an onRequest hook threw) there is no route yet: label it by path.
-        route: typeof route === 'string' && route !== '' ? route : CATCH_ALL,
+        route: label,
         status: appError.status,
         bytes: request.method === 'HEAD' ? 0 : Number(length ?? 0),
         requestId,
       })
       return response
     },
+  )
+
+  /**
+   * The client closed the connection before its request was read or answered (an upload cut
+   * off, a client timing out): nobody reads the answer and nothing in roster failed. Recorded
+   * as 499 (nginx's "client closed request") in the access log and metrics, logged at info,
+   * so a slow or vanishing client cannot trip 5xx alerts. An error that is not about the body
+   * being cut short is still logged as the internal error it is.
+   */
+  function clientGone(
+    error: unknown,
+    request: Request,
+    set: { status?: number | string; headers: Record<string, unknown> },
+    route: string,
+    requestId: string,
+  ): Response {
+    const path = pathOf(request.url)
+    if (!isAboutTheClient(error)) internalError(error, request, options.log, requestId)
+    options.log.info('client closed the connection before the answer', {
+      request_id: requestId,
+      method: request.method,
+      path,
+    })
+    set.status = CLIENT_CLOSED_REQUEST
+    options.onAnswer?.({
+      set,
+      request,
+      route,
+      status: CLIENT_CLOSED_REQUEST,
+      bytes: 0,
+      requestId,
+    })
+    return new Response(null, { status: CLIENT_CLOSED_REQUEST })
+  }
+}
+
+/** Not an HTTP status a client ever sees: the access log's and metrics' mark for "client left". */
+export const CLIENT_CLOSED_REQUEST = 499
+
+/** Errors that a body cut off midway causes (read aborted, parse of a partial body, our 4xx). */
+function isAboutTheClient(error: unknown): boolean {
+  return (
+    error instanceof AppError ||
+    error instanceof ParseError ||
+    error instanceof ValidationError ||
+    (error as { name?: unknown } | null)?.name === 'AbortError'
   )
 }
 

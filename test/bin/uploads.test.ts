@@ -1,9 +1,10 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/app'
 import { requireBinary, startBinary } from '../helpers/binary'
-import { randomBytes, sha256 } from '../helpers/multipart'
+import { BOUNDARY, multipartType, randomBytes, sha256 } from '../helpers/multipart'
 
 setDefaultTimeout(30_000)
 beforeAll(requireBinary)
@@ -84,5 +85,60 @@ describe('uploads through the compiled binary, with curl', () => {
     } finally {
       expect(await server.stop()).toBe(0)
     }
+  })
+})
+
+describe('clients that go away mid-upload (the compiled binary)', () => {
+  /** Sends the head and part of the body, then closes the connection. */
+  async function cutShort(url: string, head: string, bodyStart: Uint8Array) {
+    const { port } = new URL(url)
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(head)
+        socket.write(bodyStart, () => {
+          setTimeout(() => {
+            socket.destroy()
+            resolve()
+          }, 100)
+        })
+      })
+      socket.on('error', reject)
+    })
+  }
+
+  test('are the client’s doing: 499 in the access log and metrics, info on stderr, never a 5xx', async () => {
+    using dir = tempDir()
+    const logFile = join(dir.path, 'access.log')
+    const server = await startBinary(['--data-dir', join(dir.path, 'data'), '--log-file', logFile])
+    const heads = [
+      'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
+      `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${multipartType()}\r\nContent-Length: 5000000\r\n\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`,
+      'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"name":',
+    ]
+    try {
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          // Always less than the declared length: the body is cut off, never complete.
+          cutShort(server.url, heads[i % 3] as string, randomBytes(i % 3 === 2 ? 100 : 200_000)),
+        ),
+      )
+      await Bun.sleep(300)
+      const metrics = await (await fetch(`${server.url}/metrics`)).text()
+      expect(metrics).toContain('route="/upload",status="499"} 20')
+      expect(metrics).toContain('route="/users",status="499"} 10')
+      expect(metrics).not.toMatch(/status="5\d\d"/)
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+    expect(server.stderr.filter((line) => line.includes('"level":"error"'))).toEqual([])
+    const gone = server.stderr.filter((line) => line.includes('client closed the connection'))
+    expect(gone).toHaveLength(30)
+    const statuses = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.method === 'POST')
+      .map((entry) => entry.status)
+    expect(statuses).toEqual(Array(30).fill(499))
   })
 })
