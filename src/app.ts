@@ -54,6 +54,7 @@ export function createApp(
         routes,
         log: deps.log,
         onAnswer: observers.onAnswer,
+        onDiskFull: () => deps.disk.refused(),
       }),
     )
     .use(corsPolicy(deps.config.corsOrigins, routes))

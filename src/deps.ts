@@ -19,6 +19,7 @@ import {
 } from './db/client'
 import { runMigrations } from './db/migrate'
 import { WriteQueue } from './db/write-queue'
+import { DiskWatch } from './health/disk'
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
@@ -47,6 +48,8 @@ export interface Deps {
   /** Whether the database file is still the one that was opened (see fileIdentityGuard). */
   readonly databaseFile: FileIdentityGuard
   readonly uploadDir: string
+  /** Whether writes are being refused for lack of space (507s), for /health. */
+  readonly disk: DiskWatch
   readonly users: UserService
   readonly idempotency: IdempotencyStore
   readonly credentials: CredentialStore
@@ -94,8 +97,12 @@ export function makeDeps(
   }
   const metrics = createMetrics(VERSION)
   const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
+  const disk = new DiskWatch(config.dataDir, log)
   const writes = new WriteQueue(db.$client, {
-    onCommit: metrics.committed,
+    onCommit: (count) => {
+      metrics.committed(count)
+      disk.wrote()
+    },
     beforeCommit: databaseFile.check,
     onDeferredError: (error) => {
       // Said once already, when it was noticed.
@@ -143,6 +150,7 @@ export function makeDeps(
     dbPath,
     databaseFile,
     uploadDir,
+    disk,
     users,
     idempotency,
     credentials,

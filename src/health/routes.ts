@@ -1,4 +1,5 @@
-import { accessSync, constants } from 'node:fs'
+import { accessSync, constants, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../deps'
@@ -15,6 +16,11 @@ const Health = t.Object({
   checks: t.Object({
     database: t.Union([t.Literal('ok'), t.Literal('failing')]),
     storage: t.Union([t.Literal('ok'), t.Literal('failing')]),
+    disk: t.Union([t.Literal('ok'), t.Literal('failing')]),
+  }),
+  disk_free_bytes: t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
+    description:
+      'Free bytes on the data directory’s disk (null when the file system will not say).',
   }),
   error: t.Optional(ErrorEnvelope.properties.error),
   request_id: t.Optional(t.String()),
@@ -35,18 +41,21 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
   return new Elysia({ prefix }).get(
     '/health',
     ({ request, set }) => {
-      const { database, storage } = checks()
-      const healthy = database === 'ok' && storage === 'ok'
+      const { database, storage, disk, freeBytes } = checks()
+      const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
       const body = {
         status: healthy ? 'ok' : 'unavailable',
         version,
         uptime_s: Math.floor((deps.clock() - deps.startedAt) / 1000),
-        checks: { database, storage },
+        checks: { database, storage, disk },
+        disk_free_bytes: freeBytes,
       } as const
       if (healthy) return body
       const failing = Object.entries(body.checks)
         .filter(([, state]) => state === 'failing')
-        .map(([name]) => name)
+        .map(([name]) =>
+          name === 'disk' ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
+        )
       const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
       const requestId = String(set.headers['x-request-id'])
       const docsBase = publicBaseUrl(request, deps.config.publicUrl)
@@ -57,7 +66,7 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
         tags: ['operations'],
         summary: 'Health',
         description:
-          '200 when the database and the upload directory work; 503 with status "unavailable" (plus the error envelope) when one fails. Checks run at most once a second.',
+          '200 when the database and the upload directory work and writes are not being refused for lack of space; 503 with status "unavailable" (plus the error envelope) when one fails. `disk` is failing from a write refused with 507 until a write succeeds again or space is freed; `disk_free_bytes` is the space left. Checks run at most once a second.',
         responses: documented({ 200: Health, 503: Health }),
       },
     },
@@ -65,11 +74,18 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
 }
 
 /** The checks, re-run when their last result is older than HEALTH_CHECK_INTERVAL_MS. */
-export function healthChecks(deps: Deps): () => { database: CheckState; storage: CheckState } {
+interface CheckResults {
+  database: CheckState
+  storage: CheckState
+  disk: CheckState
+  freeBytes: number | null
+}
+
+export function healthChecks(deps: Deps): () => CheckResults {
   // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
   const ping = deps.db.$client.query('SELECT count(*) FROM __drizzle_migrations')
   let checkedAt = Number.NEGATIVE_INFINITY
-  let result: { database: CheckState; storage: CheckState } = { database: 'ok', storage: 'ok' }
+  let result: CheckResults = { database: 'ok', storage: 'ok', disk: 'ok', freeBytes: null }
   const passes = (check: () => unknown): CheckState => {
     try {
       check()
@@ -82,12 +98,20 @@ export function healthChecks(deps: Deps): () => { database: CheckState; storage:
     const now = deps.clock()
     if (now - checkedAt >= HEALTH_CHECK_INTERVAL_MS) {
       checkedAt = now
+      const disk = deps.disk.state()
       result = {
+        disk: disk.full ? 'failing' : 'ok',
+        freeBytes: disk.freeBytes,
         database: passes(() => {
           ping.get()
           deps.databaseFile.check()
         }),
-        storage: passes(() => accessSync(deps.uploadDir, constants.W_OK)),
+        storage: passes(() => {
+          // Files stream into .incoming first: it must be there, a directory, and writable.
+          const incoming = join(deps.uploadDir, '.incoming')
+          if (!statSync(incoming).isDirectory()) throw new Error('not a directory')
+          accessSync(incoming, constants.W_OK)
+        }),
       }
     }
     return result

@@ -13,6 +13,8 @@ export interface ErrorHandlerOptions {
   log: Logger
   /** Told of every error answer (for the access log and metrics). */
   onAnswer?: (answer: MappedAnswer) => void
+  /** Told of every 507: a write was refused for lack of space (for /health and one log line). */
+  onDiskFull?: () => void
 }
 
 /**
@@ -29,6 +31,7 @@ export function errorHandler(options: ErrorHandlerOptions) {
       const label = typeof route === 'string' && route !== '' ? route : CATCH_ALL
       if (request.signal.aborted) return clientGone(error, request, set, label, requestId)
       const appError = toAppError(error, code, request, options, requestId)
+      if (appError.errorCode === 'INSUFFICIENT_STORAGE') options.onDiskFull?.()
       const response = errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
       set.status = appError.status
       const length = response.headers.get('content-length')

@@ -48,7 +48,9 @@ export class UploadStorage {
     const fileId = newId('fil_')
     const tempPath = join(this.incoming, fileId)
     const hasher = new Bun.CryptoHasher('sha256')
-    const handle = await open(tempPath, 'wx', 0o640)
+    const handle = await open(tempPath, 'wx', 0o640).catch((error: unknown) => {
+      throw storageError(error)
+    })
     let size = 0
     try {
       for await (const chunk of source) {
@@ -73,13 +75,26 @@ export class UploadStorage {
 
   /** Renames received files into place and makes the renames durable (fsync of the directory). */
   place(files: readonly ReceivedFile[]): void {
-    for (const file of files) renameSync(file.tempPath, this.pathOf(file.fileId))
-    syncDirectory(this.dir)
+    try {
+      for (const file of files) renameSync(file.tempPath, this.pathOf(file.fileId))
+      syncDirectory(this.dir)
+    } catch (error) {
+      throw storageError(error)
+    }
   }
 
-  /** Deletes files (temporary or placed); missing ones are fine. */
+  /**
+   * Deletes files (temporary or placed); missing ones are fine. Best effort: a file that
+   * cannot be deleted now (the directory is failing) is swept at the next start.
+   */
   discard(paths: readonly string[]): void {
-    for (const path of paths) rmSync(path, { force: true })
+    for (const path of paths) {
+      try {
+        rmSync(path, { force: true })
+      } catch {
+        // Left for the start-up sweep.
+      }
+    }
   }
 
   /**
@@ -121,14 +136,26 @@ function syncDirectory(path: string): void {
   }
 }
 
-/** Disk full becomes 507; our own errors pass through; anything else is left as it is. */
+/**
+ * Disk full becomes 507; any other failure of the file system (the directory missing or
+ * unwritable, a read-only or failing disk) is 503, as the error table says; our own errors
+ * pass through; anything else is left as it is.
+ */
 export function storageError(error: unknown): unknown {
   if (error instanceof AppError) return error
-  const code = (error as { code?: string }).code
+  const code = (error as { code?: unknown } | null)?.code
   if (code === 'ENOSPC' || code === 'EDQUOT') {
     return new AppError(
       'INSUFFICIENT_STORAGE',
       'The disk is full; nothing from this upload was kept',
+    )
+  }
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
+    return new AppError(
+      'SERVICE_UNAVAILABLE',
+      'The upload storage is failing; nothing from this upload was kept. Retry later',
+      [],
+      { 'retry-after': '5' },
     )
   }
   return error

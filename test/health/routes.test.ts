@@ -11,8 +11,10 @@ describe('GET /health', () => {
       status: 'ok',
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       uptime_s: expect.any(Number),
-      checks: { database: 'ok', storage: 'ok' },
+      checks: { database: 'ok', storage: 'ok', disk: 'ok' },
+      disk_free_bytes: expect.any(Number),
     })
+    expect(reply.body.disk_free_bytes).toBeGreaterThan(0)
   })
 
   test('HEAD answers the same status with no body', async () => {
