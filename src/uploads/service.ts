@@ -1,6 +1,6 @@
 import type { Store } from '../db/client'
 import type { IncomingFile } from './multipart'
-import { storageError, type UploadStorage } from './storage'
+import type { UploadStorage } from './storage'
 
 export interface Owner {
   userId: number | null
