@@ -1,5 +1,5 @@
 import { badRequest, unsupportedMediaType, validationFailed } from '../http/errors'
-import { parseJsonObject, readText } from '../http/json-body'
+import { parseJsonObject, readText, requireUtf8Charset } from '../http/json-body'
 import { fieldDetail } from '../http/validation'
 
 /** Sign-in bodies are small; anything bigger is refused before it is read. */
@@ -35,6 +35,7 @@ export function loginBody() {
     if (type !== FORM && type !== JSON_TYPE && type !== MULTIPART) {
       throw unsupportedMediaType(`Send the credentials as ${FORM}, ${JSON_TYPE} or ${MULTIPART}`)
     }
+    if (type === JSON_TYPE) requireUtf8Charset(request.headers.get('content-type'))
     const text = await readText(request, MAX_LOGIN_BYTES)
     if (type === JSON_TYPE) return parseJsonObject(text)
     if (type === FORM) return flatten(new URLSearchParams(text))

@@ -31,6 +31,7 @@ export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
           : `${type} is not accepted here; send ${expected}`,
       )
     }
+    requireUtf8Charset(request.headers.get('content-type'))
     const text = await readText(request, MAX_JSON_BYTES)
     if (text.trim() === '') throw badRequest('The request body is empty; send a JSON object')
     const value = parseJsonObject(text)
@@ -42,7 +43,11 @@ export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
   }
 }
 
-/** A JSON object from text: BAD_REQUEST when it is not JSON, VALIDATION_ERROR when not an object. */
+/**
+ * A JSON object from text: BAD_REQUEST when it is not JSON, VALIDATION_ERROR when it is not an
+ * object or when one of its objects gives a key twice (JSON.parse would keep the last one
+ * silently, and a reader that keeps the first would see another request).
+ */
 export function parseJsonObject(text: string): Record<string, unknown> {
   let value: unknown
   try {
@@ -53,12 +58,98 @@ export function parseJsonObject(text: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw validationFailed([fieldDetail('body', 'must be a JSON object', value)])
   }
+  const repeated = duplicateKey(text)
+  if (repeated !== null) {
+    throw validationFailed([fieldDetail(repeated, 'is given more than once in the same object')])
+  }
   return value as Record<string, unknown>
 }
 
-/** Reads the body as UTF-8 text, refusing with 413 once it passes `limit` bytes. */
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Reads the body as UTF-8 text, refusing with 413 once it passes `limit` bytes and with 400
+ * when it is not valid UTF-8 (never stored with U+FFFD in place of what was sent).
+ */
 export async function readText(request: Request, limit: number): Promise<string> {
-  return Buffer.from(await readBytes(request, limit)).toString('utf8')
+  const bytes = await readBytes(request, limit)
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    throw badRequest('The request body is not valid UTF-8')
+  }
+}
+
+const CHARSET = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i
+
+/** JSON is UTF-8 (RFC 8259): a Content-Type naming another charset is a 415, not a guess. */
+export function requireUtf8Charset(contentType: string | null): void {
+  const charset = CHARSET.exec(contentType ?? '')?.[2]?.toLowerCase()
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return
+  throw unsupportedMediaType(`charset=${charset} is not accepted; send JSON as UTF-8`)
+}
+
+interface Scope {
+  /** The keys seen so far, for an object; null for an array. */
+  keys: Set<string> | null
+  path: string
+  /** The last key (object) or the index of the current item (array). */
+  at: string | number
+  expectKey: boolean
+}
+
+/**
+ * The path (`email`, `address.city`, `items.0.name`) of the first key given twice in one
+ * object of `text`, which must be valid JSON; null when there is none. One pass, jumping from
+ * quote to quote inside strings, so a 1 MiB body costs about a millisecond.
+ */
+export function duplicateKey(text: string): string | null {
+  const scopes: Scope[] = []
+  let top: Scope | undefined
+  const childPath = () =>
+    top === undefined ? '' : top.path === '' ? String(top.at) : `${top.path}.${top.at}`
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      const end = closingQuote(text, i)
+      if (top?.keys && top.expectKey) {
+        const raw = text.slice(i, end + 1)
+        const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1)
+        if (top.keys.has(key)) return top.path === '' ? key : `${top.path}.${key}`
+        top.keys.add(key)
+        top.at = key
+        top.expectKey = false
+      }
+      i = end
+    } else if (c === 0x7b || c === 0x5b) {
+      const scope: Scope = {
+        keys: c === 0x7b ? new Set() : null,
+        path: childPath(),
+        at: 0,
+        expectKey: c === 0x7b,
+      }
+      scopes.push(scope)
+      top = scope
+    } else if (c === 0x7d || c === 0x5d) {
+      scopes.pop()
+      top = scopes.at(-1)
+    } else if (c === 0x2c && top !== undefined) {
+      if (top.keys !== null) top.expectKey = true
+      else top.at = (top.at as number) + 1
+    }
+  }
+  return null
+}
+
+/** The index of the quote that ends the string opening at `start`. */
+function closingQuote(text: string, start: number): number {
+  let quote = text.indexOf('"', start + 1)
+  for (;;) {
+    let backslashes = 0
+    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++
+    if (backslashes % 2 === 0) return quote
+    quote = text.indexOf('"', quote + 1)
+  }
 }
 
 /**

@@ -145,8 +145,22 @@ function randomObject(r: Random, depth = 0): Record<string, unknown> {
   return object
 }
 
-function randomJsonText(r: Random): string {
-  switch (r.int(8)) {
+function randomJsonText(r: Random): string | Uint8Array<ArrayBuffer> {
+  switch (r.int(10)) {
+    case 8:
+      // Invalid UTF-8 inside an otherwise valid body.
+      return new Uint8Array(
+        Buffer.concat([
+          Buffer.from('{"name":"A'),
+          Buffer.from([0xff, 0xfe, 0xc0, 0x80]),
+          Buffer.from(`B","email":"u${r.int(1e9)}@example.com"}`),
+        ]),
+      )
+    case 9:
+      // A key given twice, at the top or nested.
+      return r.chance(0.5)
+        ? `{"name":"A","email":"a${r.int(1e9)}@example.com","email":"b@example.com"}`
+        : '{"name":"A","email":"c@example.com","x":{"y":1,"y":2}}'
     case 0:
       return `${'['.repeat(50_000)}${']'.repeat(50_000)}`
     case 1:
@@ -190,6 +204,8 @@ function headerValue(text: string): string {
 const CONTENT_TYPES = [
   'application/json',
   'application/json; charset=latin1',
+  'application/json; charset="iso-8859-1"',
+  'application/json; charset=utf-8',
   'application/x-www-form-urlencoded',
   'multipart/form-data',
   'multipart/form-data; boundary=',
