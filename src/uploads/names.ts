@@ -32,29 +32,30 @@ export function cleanContentType(raw: string | null | undefined): string {
   return MEDIA_TYPE.test(type) ? type : 'application/octet-stream'
 }
 
-const ACTIVE = new Set([
-  'text/html',
-  'application/xhtml+xml',
-  'image/svg+xml',
-  'text/xml',
-  'application/xml',
-  'text/javascript',
-  'application/javascript',
-  'application/x-javascript',
-  'application/ecmascript',
-  'text/ecmascript',
-  'application/wasm',
-])
-
-/** Types a browser would render or run: served as attachments, never inline. */
-export function isActiveContent(type: string): boolean {
-  return ACTIVE.has(type) || type.endsWith('+xml') || type.startsWith('text/xsl')
+/**
+ * Whether a browser may show a file of this type in the page (`inline`): only passive types
+ * it displays without running anything, images other than SVG, plain text, PDF, audio and
+ * video. Everything else, HTML, SVG, XML, scripts, and types nobody can vouch for
+ * (`multipart/x-mixed-replace`, Flash, fonts, archives), is an attachment.
+ */
+export function servedInline(type: string): boolean {
+  if (type === 'text/plain' || type === 'application/pdf') return true
+  if (type.endsWith('+xml') || type.includes('svg')) return false
+  return type.startsWith('image/') || type.startsWith('audio/') || type.startsWith('video/')
 }
 
-/** A Content-Disposition value with the filename in both the plain and the RFC 5987 form. */
+/**
+ * A Content-Disposition value with the filename in both the plain and the RFC 8187 form. The
+ * extended form percent-encodes everything but RFC 8187's attr-char (encodeURIComponent alone
+ * leaves `'`, `(`, `)` and `*` as they are, which that grammar does not allow).
+ */
 export function contentDisposition(kind: 'inline' | 'attachment', filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_')
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`
+  const extended = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${extended}`
 }
 
 /** The filename from `Content-Disposition: attachment; filename=…` (filename* preferred). */

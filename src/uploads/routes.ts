@@ -20,8 +20,8 @@ import {
   contentDisposition,
   filenameFromDisposition,
   ID_FORMAT,
-  isActiveContent,
   newId,
+  servedInline,
 } from './names'
 import { chooseRange } from './ranges'
 import { DeletedUpload, UploadView } from './schema'
@@ -166,7 +166,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         tags,
         summary: 'Download a file',
         description:
-          'Range (one range; 206, or 416 when it starts past the end) and ETag (the SHA-256; If-None-Match gives 304). Served with X-Content-Type-Options: nosniff and a sandboxing Content-Security-Policy; HTML, SVG, XML and JavaScript as attachments.',
+          'Range (one range; 206, or 416 when it starts past the end) and ETag (the SHA-256; If-None-Match gives 304). A Range with whitespace or several ranges is declined (200, the whole file). Served with X-Content-Type-Options: nosniff and a sandboxing Content-Security-Policy; only passive types (images other than SVG, text/plain, PDF, audio, video) inline, everything else as an attachment.',
         security: ANY_CREDENTIAL,
         responses: {
           200: {
@@ -315,7 +315,7 @@ function uploadView(upload: UploadRecord, prefix: string) {
 
 /**
  * The file (or one range of it) straight from disk. Every download is nosniff and sandboxed by
- * CSP; types a browser would render or run are attachments, the rest inline.
+ * CSP; only passive types (servedInline) are inline, everything else is an attachment.
  */
 function fileResponse(
   file: StoredFile,
@@ -331,7 +331,7 @@ function fileResponse(
     'x-content-type-options': 'nosniff',
     'content-security-policy': "default-src 'none'; sandbox",
     'content-disposition': contentDisposition(
-      isActiveContent(file.contentType) ? 'attachment' : 'inline',
+      servedInline(file.contentType) ? 'inline' : 'attachment',
       file.filename,
     ),
     'cache-control': file.isPublic ? 'public, no-cache' : 'private, no-cache',
@@ -340,11 +340,8 @@ function fileResponse(
     return new Response(null, { status: 304, headers })
   }
   const ifRange = request.headers.get('if-range')
-  const range = chooseRange(
-    request.headers.get('range'),
-    file.size,
-    ifRange === null || ifRange === etag,
-  )
+  const rangeHeader = request.headers.get('range')
+  const range = chooseRange(rangeHeader, file.size, ifRange === null || ifRange === etag)
   const body = Bun.file(path)
   if (range.kind === 'unsatisfiable') {
     return new Response(null, {
@@ -362,5 +359,11 @@ function fileResponse(
     })
   }
   headers['content-length'] = String(file.size)
-  return new Response(headOnly ? null : body, { status: 200, headers })
+  if (headOnly) return new Response(null, { status: 200, headers })
+  // Bun applies a Range header itself to a file body answered 200 (its parser accepts what
+  // RFC 9110 does not, such as `bytes = 0-5`). A range roster declined is declined: the file
+  // then goes out as a plain stream, which Bun leaves alone. Without a Range header it goes
+  // out as the file (sendfile).
+  const whole = rangeHeader === null ? body : body.stream().pipeThrough(new TransformStream())
+  return new Response(whole, { status: 200, headers })
 }

@@ -142,3 +142,61 @@ describe('clients that go away mid-upload (the compiled binary)', () => {
     expect(statuses).toEqual(Array(30).fill(499))
   })
 })
+
+describe('downloads through the compiled binary (Bun.serve, not app.handle)', () => {
+  test('a Range roster declines (spaces, several ranges, stale If-Range) is the whole file, once; unknown types are attachments', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', join(dir.path, 'data')])
+    try {
+      const put = async (name: string, type: string) => {
+        const reply = await fetch(`${server.url}/upload`, {
+          method: 'POST',
+          headers: { 'content-type': multipartType() },
+          body: new Blob([
+            `--${BOUNDARY}\r\nContent-Disposition: form-data; name="public"\r\n\r\ntrue\r\n`,
+            `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: ${type}\r\n\r\nabcdefghijklmnopqrstuvwxyz\r\n--${BOUNDARY}--\r\n`,
+          ]),
+        })
+        expect(reply.status).toBe(201)
+        return `${server.url}${(await reply.json()).files[0].url}`
+      }
+      const text = await put("it's (1).txt", 'text/plain')
+      for (const [range, ifRange] of [
+        ['bytes = 0-5', null],
+        ['bytes=0-1,4-5', null],
+        ['bytes=0-5', '"stale-etag"'],
+      ]) {
+        const head = await curl([
+          '-i',
+          '-H',
+          `Range: ${range}`,
+          ...(ifRange ? ['-H', `If-Range: ${ifRange}`] : []),
+          text,
+        ])
+        const answer = head.stdout.toString('latin1')
+        expect(answer).toStartWith('HTTP/1.1 200')
+        expect(answer.match(/^accept-ranges:/gim)).toHaveLength(1)
+        expect(answer).not.toMatch(/^content-range:/im)
+        expect(answer).toEndWith('\r\n\r\nabcdefghijklmnopqrstuvwxyz')
+      }
+      const ranged = (await curl(['-i', '-H', 'Range: bytes=0-5', text])).stdout.toString('latin1')
+      expect(ranged).toStartWith('HTTP/1.1 206')
+      expect(ranged.match(/^accept-ranges:/gim)).toHaveLength(1)
+      expect(ranged).toEndWith('\r\n\r\nabcdef')
+      const disposition = (url: string) =>
+        fetch(url).then((reply) => reply.headers.get('content-disposition') ?? '')
+      expect(await disposition(text)).toBe(
+        `inline; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`,
+      )
+      for (const type of [
+        'multipart/x-mixed-replace',
+        'application/x-shockwave-flash',
+        'text/html',
+      ])
+        expect(await disposition(await put('x.bin', type))).toStartWith('attachment;')
+      expect(await disposition(await put('x.png', 'image/png'))).toStartWith('inline;')
+    } finally {
+      await server.stop()
+    }
+  })
+})

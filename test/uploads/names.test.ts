@@ -4,7 +4,7 @@ import {
   cleanFilename,
   contentDisposition,
   filenameFromDisposition,
-  isActiveContent,
+  servedInline,
 } from '../../src/uploads/names'
 import { chooseRange } from '../../src/uploads/ranges'
 
@@ -43,16 +43,24 @@ describe('content types', () => {
   })
 
   test.each([
-    ['text/html', true],
-    ['image/svg+xml', true],
-    ['application/xml', true],
-    ['text/javascript', true],
-    ['application/atom+xml', true],
-    ['image/png', false],
-    ['application/pdf', false],
-    ['text/plain', false],
-  ])('%s active: %p', (type, active) => {
-    expect(isActiveContent(type)).toBe(active)
+    ['text/html', false],
+    ['image/svg+xml', false],
+    ['application/xml', false],
+    ['text/javascript', false],
+    ['application/atom+xml', false],
+    ['multipart/x-mixed-replace', false],
+    ['application/x-shockwave-flash', false],
+    ['application/octet-stream', false],
+    ['text/csv', false],
+    ['font/woff2', false],
+    ['image/png', true],
+    ['image/jpeg', true],
+    ['audio/mpeg', true],
+    ['video/mp4', true],
+    ['application/pdf', true],
+    ['text/plain', true],
+  ])('%s inline: %p (an allow-list of passive types)', (type, inline) => {
+    expect(servedInline(type)).toBe(inline)
   })
 })
 
@@ -67,6 +75,17 @@ describe('Content-Disposition', () => {
     expect(filenameFromDisposition('attachment; filename=plain.bin')).toBe('plain.bin')
     expect(filenameFromDisposition('attachment')).toBeNull()
     expect(filenameFromDisposition(null)).toBeNull()
+  })
+
+  test("filename* percent-encodes ' ( ) * as RFC 8187 asks, and decodes back to the name", () => {
+    const name = "it's (draft) *final*!.txt"
+    const header = contentDisposition('inline', name)
+    expect(header).toBe(
+      "inline; filename=\"it's (draft) *final*!.txt\"; filename*=UTF-8''it%27s%20%28draft%29%20%2Afinal%2A!.txt",
+    )
+    const extended = header.split("filename*=UTF-8''")[1] as string
+    expect(extended).toMatch(/^[A-Za-z0-9!#$&+.^_`|~%-]+$/)
+    expect(filenameFromDisposition(header)).toBe(name)
   })
 
   test('writes an ASCII fallback and the UTF-8 form', () => {
