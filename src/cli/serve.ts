@@ -49,6 +49,11 @@ export async function run(
       'ROSTER_WEBHOOK_SECRET is not set: every webhook delivery will be refused with 400 INVALID_SIGNATURE',
     )
   }
+  if (config.publicUrl === null && !LOOPBACK.test(config.host)) {
+    log.warn(
+      `listening on ${config.host} without --public-url: Link headers and documentation_url are built from each request's Host header, which any client can set; behind a proxy or on a network, set --public-url to the address clients use`,
+    )
+  }
   if (config.usersAccess === 'open' && !LOOPBACK.test(config.host)) {
     log.warn(
       `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user; start with --users-access protected to require credentials`,

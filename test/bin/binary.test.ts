@@ -178,6 +178,46 @@ describe('roster (the compiled binary)', () => {
     await server.stop()
   })
 
+  test('warns when bound to a non-loopback address without --public-url (Link headers echo Host)', async () => {
+    using dir = tempDir()
+    const hostWarning = (lines: string[]) =>
+      lines.filter((line) => line.includes('"warn"') && line.includes('without --public-url'))
+    const open = await startBinary(['--data-dir', dir.path, '--host', '0.0.0.0'])
+    await Bun.sleep(50)
+    expect(hostWarning(open.stderr)).toHaveLength(1)
+    // The default is kept: without --public-url, links follow the Host header sent.
+    await fetch(`${open.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'A', email: 'a@example.com' }),
+    })
+    const link = await fetch(`${open.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
+      headers: { host: 'evil.test' },
+    })
+    expect(link.headers.get('link')).toContain('<http://evil.test/users?')
+    await open.stop()
+    const pinned = await startBinary([
+      '--data-dir',
+      dir.path,
+      '--host',
+      '0.0.0.0',
+      '--public-url',
+      'https://roster.example.com',
+    ])
+    await Bun.sleep(50)
+    expect(hostWarning(pinned.stderr)).toEqual([])
+    const pinnedLink = await fetch(`${pinned.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
+      headers: { host: 'evil.test' },
+    })
+    expect(pinnedLink.headers.get('link')).toContain('<https://roster.example.com/users?')
+    expect(pinnedLink.headers.get('link')).not.toContain('evil.test')
+    await pinned.stop()
+    const local = await startBinary(['--data-dir', dir.path])
+    await Bun.sleep(50)
+    expect(hostWarning(local.stderr)).toEqual([])
+    await local.stop()
+  })
+
   test('refuses a database written by a newer roster, with one clear line', async () => {
     using dir = tempDir()
     expect((await runBinary(['migrate', '--data-dir', dir.path])).code).toBe(0)
