@@ -6,7 +6,7 @@ export const ERROR_CODES = {
   BAD_REQUEST: {
     status: 400,
     summary: 'The request could not be read.',
-    help: 'The body is not valid JSON or form data, or two values that must agree do not (for example an API key sent both as a header and as a query parameter). Fix the request; retrying it unchanged will fail the same way.',
+    help: 'The body is not valid JSON or form data, is not valid UTF-8, or two values that must agree do not (for example an API key sent both as a header and as a query parameter). Fix the request; retrying it unchanged will fail the same way.',
   },
   INVALID_SIGNATURE: {
     status: 400,
@@ -56,7 +56,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     summary: 'The Content-Type is not one this route reads.',
-    help: 'JSON routes take application/json (PATCH also application/merge-patch+json).',
+    help: 'JSON routes take application/json (PATCH also application/merge-patch+json), in UTF-8: a charset parameter naming another encoding is refused.',
   },
   VALIDATION_ERROR: {
     status: 422,
@@ -76,12 +76,12 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: {
     status: 503,
     summary: 'roster cannot serve the request right now.',
-    help: 'The database or the upload directory is failing, or the server is shutting down. Retry later.',
+    help: 'The database or the upload directory is failing, or the server is shutting down. Retry later. When the database file was deleted or replaced while roster ran, writes are refused until roster is restarted.',
   },
   INSUFFICIENT_STORAGE: {
     status: 507,
     summary: 'The disk is full.',
-    help: 'Nothing from the request was kept. Free space on the data directory and retry.',
+    help: 'Nothing from the request was kept. Free space on the data directory and retry; /health reports the disk as failing meanwhile.',
   },
 } as const satisfies Record<string, { status: number; summary: string; help: string }>
 
