@@ -89,3 +89,34 @@ describe('credentials through the compiled binary', () => {
     }
   })
 })
+
+describe('the login limiter through the compiled binary', () => {
+  test('100 concurrent wrong sign-ins over real connections (form and Basic): at most 10 checked', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', dir.path])
+    try {
+      const created = await fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Ada', email: 'ada@example.com', password: 'right password' }),
+      })
+      expect(created.status).toBe(201)
+      const guesses = Array.from({ length: 100 }, (_, i) =>
+        i % 2 === 0
+          ? fetch(`${server.url}/login`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: `email=ada%40example.com&password=wrong${i}`,
+            })
+          : fetch(`${server.url}/secure`, {
+              headers: { authorization: basic('ada@example.com', `wrong${i}`) },
+            }),
+      )
+      const statuses = (await Promise.all(guesses)).map((reply) => reply.status)
+      expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(10)
+      expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(90)
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+})
