@@ -120,7 +120,10 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           description:
             'Revokes the bearer token or session that was presented and clears the cookie. 204.',
           security: [{ bearer: [] }, { session: [] }],
-          responses: documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN')),
+          responses: {
+            204: { description: 'Signed out; the cookie is cleared' },
+            ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN')),
+          },
         },
       },
     )
@@ -129,6 +132,7 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       detail: {
         tags,
         summary: 'The caller’s own record',
+        description: 'The user the bearer token or session cookie belongs to.',
         security: [{ bearer: [] }, { session: [] }],
         responses: documented({
           200: LoginAnswer.properties.user,
@@ -163,6 +167,8 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         detail: {
           tags,
           summary: 'Service data (API key)',
+          description:
+            'How many users, uploads and webhook events roster holds, and which API key asked.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
           responses: documented({
             200: DataAnswer,
@@ -259,12 +265,10 @@ function signInFields(body: Record<string, string | undefined>): {
   const password = body.password ?? body.pass
   const problems = []
   if (identifier === undefined || identifier.trim() === '') {
-    problems.push(
-      fieldDetail('email', 'is required (as email, username or login)', identifier || undefined),
-    )
+    problems.push(fieldDetail('email', 'is required (as email, username or login)', identifier))
   }
   if (password === undefined || password === '') {
-    problems.push({ field: 'password', message: 'is required (as password or pass)' })
+    problems.push(fieldDetail('password', 'is required (as password or pass)'))
   }
   if (problems.length > 0 || identifier === undefined || password === undefined) {
     throw validationFailed(problems)

@@ -61,7 +61,7 @@ export const ERROR_CODES = {
   VALIDATION_ERROR: {
     status: 422,
     summary: 'One or more values are invalid.',
-    help: '`details` lists every bad field with `field`, `message` and, unless the value was secret or absent, `received` (the rejected input as text, cut to 200 characters).',
+    help: '`details` lists every bad field with `field`, `message` and `received`: the rejected input as text, cut to 200 characters; an empty string when the field was absent; `[redacted]` for a secret such as a password, whatever its value or length.',
   },
   RATE_LIMITED: {
     status: 429,
@@ -87,11 +87,14 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES
 
-/** One entry of a VALIDATION_ERROR's `details`. */
+/**
+ * One entry of an error's `details`. `received` is always there: the rejected input as text
+ * (cut to 200 characters), `""` when the field was absent, `[redacted]` for a secret.
+ */
 export interface ErrorDetail {
   field: string
   message: string
-  received?: string
+  received: string
 }
 
 /**

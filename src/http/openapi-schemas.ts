@@ -11,7 +11,11 @@ export const ErrorEnvelope = t.Object(
         t.Object({
           field: t.String(),
           message: t.String(),
-          received: t.Optional(t.String({ maxLength: 200 })),
+          received: t.String({
+            maxLength: 200,
+            description:
+              'The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret.',
+          }),
         }),
       ),
       documentation_url: t.String({ format: 'uri' }),
@@ -48,4 +52,26 @@ export function documented(responses: Record<number, TSchema>) {
       },
     ]),
   )
+}
+
+export interface HeaderParameter {
+  name: string
+  in: 'header'
+  required?: boolean
+  schema: object
+  description?: string
+}
+
+/** Where a route's header parameters wait for the document (see headerParameters). */
+export const HEADER_PARAMETERS = 'x-roster-header-parameters'
+
+/**
+ * Documents request headers a route reads itself (If-Match, Idempotency-Key). Elysia replaces
+ * `detail.parameters` with the path parameters it finds, so they ride under an extension key
+ * that src/docs/openapi.ts moves into `parameters` when it publishes the document.
+ */
+export function headerParameters(
+  ...parameters: HeaderParameter[]
+): Record<typeof HEADER_PARAMETERS, HeaderParameter[]> {
+  return { [HEADER_PARAMETERS]: parameters }
 }

@@ -18,7 +18,7 @@ interface SchemaIssue {
 /**
  * Turns Elysia's validation failure into the contract's details: every bad field once, named
  * plainly (`address.city`, not `/address/city`), with a readable message and the received
- * text, which is left out for secrets and for absent values.
+ * text (see fieldDetail).
  */
 export function detailsFromValidation(error: ValidationError): ErrorDetail[] {
   const byField = new Map<string, ErrorDetail>()
@@ -29,7 +29,7 @@ export function detailsFromValidation(error: ValidationError): ErrorDetail[] {
     if (byField.size >= MAX_DETAILS) break
   }
   if (byField.size === 0) {
-    byField.set(error.type, { field: error.type, message: 'is invalid' })
+    byField.set(error.type, fieldDetail(error.type, 'is invalid'))
   }
   return [...byField.values()]
 }
@@ -46,10 +46,17 @@ function issuesOf(error: ValidationError): Iterable<SchemaIssue> {
   return Value.Errors(error.validator as TSchema, error.value) as Iterable<SchemaIssue>
 }
 
-/** A detail for one field, leaving `received` out when it is absent or secret. */
+/** Stands for a secret's value in `received`: says nothing of it, not even its length. */
+export const REDACTED = '[redacted]'
+
+/**
+ * A detail for one field: `received` is the value as text, `""` when it is absent, and
+ * REDACTED for a secret (password, token, key and the like).
+ */
 export function fieldDetail(field: string, message: string, value?: unknown): ErrorDetail {
-  const received = isSecretField(field) ? undefined : receivedText(value)
-  return received === undefined ? { field, message } : { field, message, received }
+  if (value === undefined) return { field, message, received: '' }
+  if (isSecretField(field)) return { field, message, received: REDACTED }
+  return { field, message, received: receivedText(value) ?? '' }
 }
 
 export function isSecretField(field: string): boolean {
@@ -59,7 +66,7 @@ export function isSecretField(field: string): boolean {
 function detailFor(field: string, issue: SchemaIssue): ErrorDetail {
   switch (issue.type) {
     case ValueErrorType.ObjectRequiredProperty:
-      return { field, message: 'is required' }
+      return fieldDetail(field, 'is required')
     case ValueErrorType.ObjectAdditionalProperties:
       return fieldDetail(field, 'is not a known field', issue.value)
     default: {

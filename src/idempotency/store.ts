@@ -59,11 +59,11 @@ export function createIdempotencyStore(store: Store, now: () => number) {
     })
     .prepare()
 
-  function answerOf(row: StoredRow | null, fingerprint: string): StoredAnswer | null {
+  function answerOf(row: StoredRow | null, key: string, fingerprint: string): StoredAnswer | null {
     if (row === null) return null
     if (row.fingerprint !== fingerprint) {
       throw conflict('This Idempotency-Key was already used with a different request body', [
-        { field: 'Idempotency-Key', message: 'was used with a different request body' },
+        fieldDetail('Idempotency-Key', 'was used with a different request body', key),
       ])
     }
     return { status: row.status, body: row.body, location: row.location }
@@ -77,7 +77,7 @@ export function createIdempotencyStore(store: Store, now: () => number) {
 
     /** The committed answer for this key if it is still live; CONFLICT if it was for another body. */
     lookup(scope: string, key: string, fingerprint: string): StoredAnswer | null {
-      return answerOf(findCommitted.get(scope, key, now() - IDEMPOTENCY_TTL_MS), fingerprint)
+      return answerOf(findCommitted.get(scope, key, now() - IDEMPOTENCY_TTL_MS), key, fingerprint)
     },
 
     /**
@@ -94,7 +94,7 @@ export function createIdempotencyStore(store: Store, now: () => number) {
     ): Promise<{ replayed: boolean; answer: StoredAnswer }> {
       return writes.run(() => {
         const since = now() - IDEMPOTENCY_TTL_MS
-        const stored = answerOf(findCurrent.get(scope, key, since), fingerprint)
+        const stored = answerOf(findCurrent.get(scope, key, since), key, fingerprint)
         if (stored !== null) return { replayed: true, answer: stored }
         const answer = work()
         save.run({ scope, key, fingerprint, ...answer, createdAt: now() })

@@ -143,9 +143,7 @@ export async function receiveMultipart(
   if (problems.length > 0 || files.length === 0) {
     storage.discard(files.map((file) => file.tempPath))
     if (files.length === 0 && problems.length === 0) {
-      throw validationFailed([
-        { field: 'file', message: 'is required: send at least one file part' },
-      ])
+      throw validationFailed([fieldDetail('file', 'is required: send at least one file part')])
     }
     throw validationFailed(problems)
   }

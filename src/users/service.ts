@@ -192,7 +192,7 @@ export function createUserService(
   }
 
   function writeChanges(id: number, changes: UserChanges): UserRecord {
-    return uniqueEmail(() =>
+    return uniqueEmail(changes.email, () =>
       update.get({
         id,
         name: changes.name?.trim() ?? null,
@@ -209,7 +209,7 @@ export function createUserService(
     /** Creates a user; CONFLICT when the email is taken (without regard to case). */
     create(input: NewUser): UserRecord {
       const at = now().toISOString()
-      return uniqueEmail(() =>
+      return uniqueEmail(input.email, () =>
         insert.get({
           name: input.name.trim(),
           email: input.email,
@@ -348,13 +348,13 @@ export function emailKey(email: string): string {
   return email.toLowerCase()
 }
 
-function uniqueEmail<T>(write: () => T): T {
+function uniqueEmail<T>(email: string | undefined, write: () => T): T {
   try {
     return write()
   } catch (error) {
     if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
       throw conflict('A user with this email already exists', [
-        { field: 'email', message: 'is already in use' },
+        fieldDetail('email', 'is already in use', email),
       ])
     }
     throw error

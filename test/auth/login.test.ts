@@ -90,8 +90,8 @@ describe('POST /login', () => {
     using t = makeTestApp()
     const none = expectEnvelope(await t.call('POST', '/login', form({})), 422, 'VALIDATION_ERROR')
     expect(none.details).toEqual([
-      { field: 'email', message: 'is required (as email, username or login)' },
-      { field: 'password', message: 'is required (as password or pass)' },
+      { field: 'email', message: 'is required (as email, username or login)', received: '' },
+      { field: 'password', message: 'is required (as password or pass)', received: '' },
     ])
     const onlySecret = await t.call('POST', '/login', form({ password: 'SeCrEt-Echo-123' }))
     expect(expectEnvelope(onlySecret, 422, 'VALIDATION_ERROR').details.map((d) => d.field)).toEqual(
@@ -100,7 +100,7 @@ describe('POST /login', () => {
     expect(onlySecret.text).not.toContain('SeCrEt-Echo-123')
     const wrongType = await t.post('/login', { email: 'a@b.co', password: 12345678 })
     expect(expectEnvelope(wrongType, 422, 'VALIDATION_ERROR').details).toEqual([
-      { field: 'password', message: 'must be at most 1024 characters' },
+      { field: 'password', message: 'must be at most 1024 characters', received: '[redacted]' },
     ])
   })
 

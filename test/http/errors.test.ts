@@ -171,3 +171,111 @@ describe('the error handler', () => {
     expect(log.lines.join('')).toContain('secret internals')
   })
 })
+
+describe('every detail has field, message and received, as strings', () => {
+  test('absent fields, secrets, 409s, an Idempotency-Key reused, /login, webhooks and uploads', async () => {
+    const { PASSWORD, form } = await import('../helpers/auth')
+    const { multipartBody, multipartType } = await import('../helpers/multipart')
+    const { STRIPE_SECRET, stripeHeaders } = await import('../helpers/webhooks')
+    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
+    await t.post('/users', { name: 'Bob', email: 'bob@example.com' })
+    const json = (body: string) => ({ body, headers: { 'content-type': 'application/json' } })
+    const deliver = async (body: string) =>
+      t.call('POST', '/webhooks', {
+        body,
+        headers: { 'content-type': 'application/json', ...(await stripeHeaders(body)) },
+      })
+    const cases: [string, Awaited<ReturnType<typeof t.call>>, [string, string][]][] = [
+      ['POST /users without email', await t.post('/users', { name: 'Eve' }), [['email', '']]],
+      [
+        'POST /users without name',
+        await t.post('/users', { email: 'e@example.com' }),
+        [['name', '']],
+      ],
+      [
+        'PUT without email',
+        await t.call('PUT', '/users/1', { json: { name: 'Ada' } }),
+        [['email', '']],
+      ],
+      [
+        'a short password',
+        await t.post('/users', { name: 'Eve', email: 'e@example.com', password: 'short' }),
+        [['password', '[redacted]']],
+      ],
+      [
+        '409 on POST',
+        await t.post('/users', { name: 'Ada', email: 'ADA@example.com' }),
+        [['email', 'ADA@example.com']],
+      ],
+      [
+        '409 on PATCH',
+        await t.call('PATCH', '/users/2', { json: { email: 'ada@EXAMPLE.com' } }),
+        [['email', 'ada@EXAMPLE.com']],
+      ],
+      [
+        'an Idempotency-Key reused with another body',
+        await (async () => {
+          const headers = { 'idempotency-key': 'key-1' }
+          await t.post('/users', { name: 'Cy', email: 'cy@example.com' }, { headers })
+          return t.post('/users', { name: 'Di', email: 'di@example.com' }, { headers })
+        })(),
+        [['Idempotency-Key', 'key-1']],
+      ],
+      [
+        'POST /login without identifier',
+        await t.call('POST', '/login', form({ password: PASSWORD })),
+        [['email', '']],
+      ],
+      [
+        'POST /login without password',
+        await t.call('POST', '/login', form({ email: 'ada@example.com' })),
+        [['password', '']],
+      ],
+      [
+        'a webhook event without data.object',
+        await deliver(JSON.stringify({ id: 'evt_1', type: 'x', data: {} })),
+        [['data.object', '']],
+      ],
+      [
+        'a webhook event of the wrong shape',
+        await deliver(JSON.stringify({ id: 'evt_2', type: 7, data: { object: 'x' } })),
+        [
+          ['type', '7'],
+          ['data.object', 'x'],
+        ],
+      ],
+      [
+        'a multipart upload with no file part',
+        await t.call('POST', '/upload', {
+          body: multipartBody([{ name: 'description', data: 'no file' }]),
+          headers: { 'content-type': multipartType() },
+        }),
+        [['file', '']],
+      ],
+      [
+        'a JSON key given twice',
+        await t.call('POST', '/users', json('{"name":"A","email":"a@x.io","email":"b@x.io"}')),
+        [['email', '']],
+      ],
+    ]
+    for (const [name, reply, expected] of cases) {
+      const details = reply.body?.error?.details as Record<string, unknown>[]
+      for (const detail of details) {
+        expect({
+          name,
+          keys: Object.keys(detail).sort(),
+          types: Object.values(detail).map((v) => typeof v),
+        }).toEqual({
+          name,
+          keys: ['field', 'message', 'received'],
+          types: ['string', 'string', 'string'],
+        })
+      }
+      expect({ name, details: details.map((d) => [d.field, d.received]) }).toEqual({
+        name,
+        details: expected,
+      })
+    }
+  })
+})

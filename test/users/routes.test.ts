@@ -31,7 +31,9 @@ describe('POST /users', () => {
     await t.post('/users', ada)
     const reply = await t.post('/users', { name: 'Other', email: 'ADA@example.COM' })
     const error = expectEnvelope(reply, 409, 'CONFLICT')
-    expect(error.details).toEqual([{ field: 'email', message: 'is already in use' }])
+    expect(error.details).toEqual([
+      { field: 'email', message: 'is already in use', received: 'ADA@example.COM' },
+    ])
     expect((await t.get('/users')).body.pagination.total).toBe(1)
   })
 
@@ -144,8 +146,8 @@ describe('PUT /users/{id}', () => {
       'VALIDATION_ERROR',
     )
     expect(error.details).toEqual([
-      { field: 'name', message: 'is required' },
-      { field: 'email', message: 'is required' },
+      { field: 'name', message: 'is required', received: '' },
+      { field: 'email', message: 'is required', received: '' },
     ])
   })
 
