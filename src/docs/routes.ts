@@ -1,69 +1,67 @@
-import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 import swaggerJs from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import { renderErrorsPage } from './errors-page'
+import { openApiDocument } from './openapi'
 
 const ASSET_CACHE = 'public, max-age=86400'
 const HTML = { 'content-type': 'text/html; charset=utf-8' }
 
+/** Starts Swagger UI on the document; a file of its own, so the page needs no inline script. */
+const SWAGGER_INIT = `window.onload = () => {
+  window.ui = SwaggerUIBundle({ url: '/swagger/json', dom_id: '#swagger-ui' })
+}
+`
+
+const SWAGGER_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>roster API</title>
+<link rel="stylesheet" href="/swagger/assets/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/swagger/assets/swagger-ui-bundle.js"></script>
+<script src="/swagger/assets/init.js"></script>
+</body>
+</html>
+`
+
 /**
  * /swagger (Swagger UI, its assets served from the binary so it works offline),
- * /swagger/json (the OpenAPI document), and /docs/errors (what each error code means).
+ * /swagger/json (the OpenAPI document, built once on first request from every route the app
+ * registered), and /docs/errors (what each error code means).
  */
 export function docsRoutes(version: string) {
   const errorsPage = renderErrorsPage(version)
-  return new Elysia({ name: 'docs' })
-    .use(
-      openapi({
-        path: '/swagger',
-        provider: 'swagger-ui',
-        swagger: {
-          cdn: '/swagger/assets/swagger-ui-bundle.js',
-          theme: '/swagger/assets/swagger-ui.css',
-          autoDarkMode: false,
-        },
-        exclude: { paths: [/^\/v1\//] },
-        documentation: {
-          info: {
-            title: 'roster',
-            version,
-            description:
-              'A users API with credentials, uploads and signed webhooks, in one executable. Unversioned paths are v1; every /X also answers as /v1/X (not listed here) and as /v2/X. Errors use one envelope, described at /docs/errors. When the server runs with --rate-limit, every route but /health and /metrics may also answer 429 RATE_LIMITED with Retry-After, and carries RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset and RateLimit-Policy.',
-          },
-          tags: [
-            { name: 'users', description: 'User records' },
-            { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
-            { name: 'uploads', description: 'Files, streamed to disk' },
-            {
-              name: 'webhooks',
-              description: 'Signed deliveries from Stripe, Standard Webhooks senders and GitHub',
-            },
-            { name: 'operations', description: 'Health and service information' },
-          ],
-          components: {
-            securitySchemes: {
-              basic: { type: 'http', scheme: 'basic', description: 'email:password' },
-              bearer: { type: 'http', scheme: 'bearer', description: 'access_token from /login' },
-              session: {
-                type: 'apiKey',
-                in: 'cookie',
-                name: 'session',
-                description: 'from /login',
-              },
-              apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-              apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
-            },
-          },
-        },
-      }),
-    )
+  let document: object | null = null
+  const docs = new Elysia({ name: 'docs' })
+  return docs
+    .get('/swagger', () => new Response(SWAGGER_PAGE, { headers: HTML }), {
+      detail: { hide: true },
+    })
+    .get('/swagger/json', () => (document ??= openApiDocument(docs, version)), {
+      detail: { hide: true },
+    })
     .get('/swagger/assets/swagger-ui-bundle.js', () => asset(swaggerJs, 'text/javascript'), {
       detail: { hide: true },
     })
     .get('/swagger/assets/swagger-ui.css', () => asset(swaggerCss, 'text/css'), {
       detail: { hide: true },
     })
+    .get(
+      '/swagger/assets/init.js',
+      () =>
+        new Response(SWAGGER_INIT, {
+          headers: {
+            'content-type': 'text/javascript; charset=utf-8',
+            'cache-control': ASSET_CACHE,
+          },
+        }),
+      { detail: { hide: true } },
+    )
     .get('/docs', () => Response.redirect('/docs/errors', 302), { detail: { hide: true } })
     .get('/docs/errors', () => new Response(errorsPage, { headers: HTML }), {
       detail: { hide: true },

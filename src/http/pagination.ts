@@ -70,8 +70,10 @@ export function linkHeader(options: LinkOptions): string {
 }
 
 /**
- * An offset-paginated list answer: reads `limit` and `offset` (refusing any other query
- * parameter), lists the page, and sets X-Total-Count and Link. Shared by every list but v2's.
+ * An offset-paginated list answer: reads `limit` and `offset` (a bad or repeated value is a
+ * VALIDATION_ERROR; unknown query parameters are ignored, as on every route, so a client may
+ * add its own, such as a cache buster), lists the page, and sets X-Total-Count and Link.
+ * Shared by every list but v2's.
  */
 export function offsetPageAnswer<T>(
   request: Request,

@@ -7,7 +7,12 @@ import { noneMatch } from '../http/conditional'
 import { AppError, notFound } from '../http/errors'
 import { jsonBody } from '../http/json-body'
 import { jsonResponse } from '../http/json-response'
-import { documented, errorResponses } from '../http/openapi-schemas'
+import {
+  documented,
+  errorResponses,
+  type HeaderParameter,
+  headerParameters,
+} from '../http/openapi-schemas'
 import {
   type LinkTargets,
   lastOffset,
@@ -53,6 +58,29 @@ const LIST_PARAMETERS: Parameters = [
   },
   { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
 ]
+
+const IDEMPOTENCY_KEY: HeaderParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description:
+    'Makes the create safe to retry: the same key with the same body replays the first answer for 24 h.',
+}
+const IF_MATCH: HeaderParameter = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: 'The ETag you read; if the record changed since, the answer is 412.',
+}
+const IF_NONE_MATCH: HeaderParameter = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: 'An ETag you hold; while it is current the answer is 304 with no body.',
+}
 
 const V2_PARAMETERS: Parameters = [
   ...LIST_PARAMETERS,
@@ -225,6 +253,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           ...access.writeDocs,
           tags,
           summary: 'Create a user',
+          ...headerParameters(IDEMPOTENCY_KEY),
           responses: documented({
             201: UserView,
             ...errorResponses(
@@ -258,7 +287,11 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           ...access.readDocs,
           tags,
           summary: 'Get a user',
-          responses: documented({ 200: UserView, ...errorResponses('NOT_FOUND') }),
+          ...headerParameters(IF_NONE_MATCH),
+          responses: {
+            ...documented({ 200: UserView, ...errorResponses('NOT_FOUND') }),
+            304: { description: 'Not modified: If-None-Match holds the current ETag' },
+          },
           description: 'Carries an ETag; If-None-Match with it answers 304.',
         },
       },
@@ -278,6 +311,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           ...access.writeDocs,
           tags,
           summary: 'Replace a user',
+          ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
             'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412.',
@@ -296,6 +330,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           ...access.writeDocs,
           tags,
           summary: 'Update some fields of a user',
+          ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
             'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412.',
@@ -316,6 +351,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           ...access.writeDocs,
           tags,
           summary: 'Delete a user',
+          ...headerParameters(IF_MATCH),
           description: 'If-Match that does not match is 412.',
           responses: documented({
             200: DeletedUser,
