@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD } from '../helpers/auth'
 import { multipartBody, multipartType } from '../helpers/multipart'
+import { DocumentChecker, type OpenApiDoc } from '../helpers/openapi'
 import { STRIPE_SECRET } from '../helpers/webhooks'
 
 const RUNS = Number(process.env.ROSTER_HOSTILE_RUNS ?? 2500)
@@ -357,6 +358,7 @@ describe('hostile input, generated', () => {
       .filter((route) => route.path !== '/*' && route.method !== 'ALL')
       .map((route) => ({ method: route.method, path: route.path }))
     const db = t.deps.db.$client
+    const documented = new DocumentChecker((await t.get('/swagger/json')).body as OpenApiDoc)
     const r = prng(SEED)
     const failures: unknown[] = []
     const statuses = new Map<number, number>()
@@ -392,6 +394,13 @@ describe('hostile input, generated', () => {
       // (The docs assets are JavaScript and mention errors by name; answers are JSON.)
       const isJson = reply.headers.get('content-type')?.startsWith('application/json') === true
       if (isJson && LEAKS.test(reply.text)) problems.push(`leak: ${reply.text.match(LEAKS)?.[0]}`)
+      // Every answer, success or error, is what the document says for its route and status.
+      const undocumented = documented.check(request.method, request.path, {
+        status: reply.status,
+        contentType: reply.headers.get('content-type'),
+        body: reply.body,
+      })
+      if (undocumented !== null) problems.push(`document: ${undocumented}`)
       if (isWrite && reply.status >= 400) {
         if (fingerprint(db) !== before) problems.push('a refused write changed the database')
         if (filesIn(t.deps.uploadDir) !== filesBefore) problems.push('a refused write left files')

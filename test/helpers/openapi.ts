@@ -1,0 +1,94 @@
+import Ajv, { type ValidateFunction } from 'ajv/dist/2020'
+import addFormats from 'ajv-formats'
+
+interface Operation {
+  responses: Record<string, { content?: Record<string, { schema: object }> }>
+}
+export interface OpenApiDoc {
+  paths: Record<string, Record<string, Operation>>
+  components: { schemas?: Record<string, object> }
+}
+
+const DOCS_PAGES = /^\/(swagger|docs)(\/|\?|$)/
+
+/** What an answer looked like, as far as the document is concerned. */
+export interface Answer {
+  status: number
+  contentType: string | null
+  // biome-ignore lint/suspicious/noExplicitAny: answers of every shape are checked here.
+  body: any
+}
+
+/**
+ * Checks real answers against the OpenAPI document: the status must be documented for the
+ * operation (an undocumented one is a problem), and a JSON body must match the schema given for
+ * that status. A request for no operation (an unknown path, or a method the path does not
+ * take) must be the error envelope with 404 or 405. /v1/X is checked as /X (the document lists
+ * each route once). Problems are returned as text, one per answer that does not match.
+ */
+export class DocumentChecker {
+  private readonly ajv: Ajv
+  private readonly validators = new Map<string, ValidateFunction>()
+  private readonly templates: { template: string; pattern: RegExp }[]
+  private readonly envelope: ValidateFunction
+
+  constructor(private readonly doc: OpenApiDoc) {
+    this.ajv = new Ajv({ strict: false, allErrors: true })
+    addFormats(this.ajv)
+    this.ajv.addFormat('user-name', true)
+    this.templates = Object.keys(doc.paths).map((template) => ({
+      template,
+      pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    }))
+    const anyError = Object.values(doc.paths)
+      .flatMap((item) => Object.values(item))
+      .flatMap((operation) => Object.entries(operation.responses))
+      .find(([status]) => status === '500')?.[1].content?.['application/json']?.schema
+    if (anyError === undefined)
+      throw new Error('the document has no 500 answer to learn the envelope from')
+    this.envelope = this.ajv.compile(anyError)
+  }
+
+  /** The template a concrete path belongs to (`/v1/users/7` → `/users/{id}`), or null. */
+  templateOf(path: string): string | null {
+    // Roster routes /users/ as /users, and /v1/X as /X.
+    const plain = (path.split('?', 1)[0] ?? '').replace(/^\/v1(?=\/)/, '').replace(/(.)\/$/, '$1')
+    return this.templates.find(({ pattern }) => pattern.test(plain))?.template ?? null
+  }
+
+  /** A problem with this answer, or null when the document describes it. */
+  check(method: string, path: string, answer: Answer): string | null {
+    const where = `${method} ${path} → ${answer.status}`
+    // The docs pages and their assets serve the document; they are not part of the API.
+    if (DOCS_PAGES.test(path)) return null
+    const template = this.templateOf(path)
+    const verb = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase()
+    if (verb === 'options') return null
+    const operation = template === null ? undefined : this.doc.paths[template]?.[verb]
+    if (operation === undefined) {
+      if (
+        answer.status !== 404 &&
+        answer.status !== 405 &&
+        answer.status !== 429 &&
+        answer.status !== 403
+      )
+        return `${where}: no operation, and not a 404 or 405`
+      return method === 'HEAD' || this.envelope(answer.body)
+        ? null
+        : `${where}: not the error envelope: ${this.ajv.errorsText(this.envelope.errors)}`
+    }
+    const response = operation.responses[String(answer.status)]
+    if (response === undefined) return `${where}: status not documented for ${verb} ${template}`
+    const schema = response.content?.['application/json']?.schema
+    if (method === 'HEAD' || schema === undefined) return null
+    if (!(answer.contentType ?? '').includes('json'))
+      return `${where}: documented as JSON, answered ${answer.contentType}`
+    const key = `${verb} ${template} ${answer.status}`
+    let validate = this.validators.get(key)
+    if (validate === undefined) {
+      validate = this.ajv.compile(schema)
+      this.validators.set(key, validate)
+    }
+    return validate(answer.body) ? null : `${where}: ${this.ajv.errorsText(validate.errors)}`
+  }
+}
