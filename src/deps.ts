@@ -1,11 +1,11 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import pkg from '../package.json'
 import { type ApiKeyService, createApiKeyService } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
+import { VERSION } from './build-info'
 import type { Config } from './config'
 import {
   DatabaseLostError,
@@ -31,7 +31,7 @@ import { builtInHandlers } from './webhooks/handlers'
 import { createWebhookInbox, type WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
-export const VERSION: string = pkg.version
+export { VERSION }
 
 /** Everything a route needs, built once per server (or per test). */
 export interface Deps {

@@ -1,3 +1,4 @@
+import { versionLine } from './build-info'
 import * as backup from './cli/backup'
 import * as keys from './cli/keys'
 import * as migrate from './cli/migrate'
@@ -26,7 +27,7 @@ Commands:
 
 Flags:
   -h, --help     show help (also after a command: roster serve --help)
-  --version      print the version
+  --version      print the version, the commit, the build date and the target
 
 ${serve.SERVE_HELP().replace(/^Usage: .*\n\n/, '')}`
 
@@ -57,7 +58,7 @@ export async function main(
 ): Promise<number> {
   const [first, ...rest] = argv
   if (first === '--version' || first === '-v') {
-    console.log(`roster ${VERSION}`)
+    console.log(versionLine())
     return 0
   }
   if (first === '--help' || first === '-h' || first === 'help') {

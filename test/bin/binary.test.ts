@@ -16,7 +16,10 @@ describe('roster (the compiled binary)', () => {
     const version = await runBinary(['--version'], { cwd: cwd.path })
     expect(version).toMatchObject({
       code: 0,
-      stdout: expect.stringMatching(/^roster \d+\.\d+\.\d+\n$/),
+      // The version, the commit, the build date and the target it was built for.
+      stdout: expect.stringMatching(
+        /^roster \d+\.\d+\.\d+ \(commit [0-9a-f]{12}(-dirty)?, built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, bun-linux-x64\)\n$/,
+      ),
     })
     const help = await runBinary(['--help'], { cwd: cwd.path })
     expect(help.code).toBe(0)
