@@ -50,9 +50,17 @@ export interface RunningBinary {
 /** Starts `roster serve` on a free port and waits for its startup line. */
 export async function startBinary(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: {
+    cwd?: string
+    env?: Record<string, string>
+    /** The command that runs roster (default: dist/roster; a release artifact under qemu, say). */
+    executable?: string[]
+    /** How long to wait for the startup line (emulated binaries start slowly). */
+    startTimeoutMs?: number
+  } = {},
 ): Promise<RunningBinary> {
-  const proc = Bun.spawn([BINARY, 'serve', '--port', '0', ...args], {
+  const executable = options.executable ?? [BINARY]
+  const proc = Bun.spawn([...executable, 'serve', '--port', '0', ...args], {
     cwd: options.cwd,
     env: options.env ?? cleanEnv(),
     stdin: 'ignore',
@@ -64,7 +72,7 @@ export async function startBinary(
   const decoder = new TextDecoder()
   let buffered = ''
   let url: string | null = null
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + (options.startTimeoutMs ?? 10_000)
   while (url === null) {
     if (Date.now() > deadline) throw new Error(`roster did not start: ${stderr.join('\n')}`)
     const { value, done } = await reader.read()
