@@ -17,9 +17,11 @@ export function renderClientTypes(): string {
     const install = Bun.spawnSync(['npm', 'ci', '--no-audit', '--no-fund'], {
       cwd: tool,
       stdout: 'ignore',
-      stderr: 'inherit',
+      stderr: 'pipe',
     })
-    if (install.exitCode !== 0) throw new Error(`npm ci in ${tool} failed`)
+    if (install.exitCode !== 0) {
+      throw new Error(`npm ci in ${tool} failed: ${install.stderr.toString()}`)
+    }
   }
   const made = Bun.spawnSync(['bun', join(root, 'src/main.ts'), 'openapi'], { cwd: root })
   if (made.exitCode !== 0) throw new Error(`roster openapi failed: ${made.stderr.toString()}`)

