@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/app'
 import { requireBinary, startBinary } from '../helpers/binary'
 import { BOUNDARY, multipartType, randomBytes, sha256 } from '../helpers/multipart'
+import { cutShort } from '../helpers/wire'
 
 setDefaultTimeout(30_000)
 beforeAll(requireBinary)
@@ -89,23 +89,6 @@ describe('uploads through the compiled binary, with curl', () => {
 })
 
 describe('clients that go away mid-upload (the compiled binary)', () => {
-  /** Sends the head and part of the body, then closes the connection. */
-  async function cutShort(url: string, head: string, bodyStart: Uint8Array) {
-    const { port } = new URL(url)
-    await new Promise<void>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => {
-        socket.write(head)
-        socket.write(bodyStart, () => {
-          setTimeout(() => {
-            socket.destroy()
-            resolve()
-          }, 100)
-        })
-      })
-      socket.on('error', reject)
-    })
-  }
-
   test('are the client’s doing: 499 in the access log and metrics, info on stderr, never a 5xx', async () => {
     using dir = tempDir()
     const logFile = join(dir.path, 'access.log')
@@ -119,7 +102,12 @@ describe('clients that go away mid-upload (the compiled binary)', () => {
       await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
           // Always less than the declared length: the body is cut off, never complete.
-          cutShort(server.url, heads[i % 3] as string, randomBytes(i % 3 === 2 ? 100 : 200_000)),
+          cutShort(
+            server.url,
+            heads[i % 3] as string,
+            randomBytes(i % 3 === 2 ? 100 : 200_000),
+            100,
+          ),
         ),
       )
       await Bun.sleep(300)

@@ -1,6 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { join } from 'node:path'
 import { testConfig } from '../../src/config'
 import { makeDeps } from '../../src/deps'
@@ -9,6 +8,7 @@ import { startServer } from '../../src/server'
 import { UploadStorage } from '../../src/uploads/storage'
 import { makeTestApp, tempDir } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
+import { cutShort } from '../helpers/wire'
 
 setDefaultTimeout(30_000)
 
@@ -122,19 +122,8 @@ describe('after a crash', () => {
 })
 
 describe('a client that disconnects mid-upload', () => {
-  async function cutShort(url: string, head: string, bodyStart: Uint8Array) {
-    const { port } = new URL(url)
-    await new Promise<void>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => {
-        socket.write(head)
-        socket.write(bodyStart)
-        setTimeout(() => {
-          socket.destroy()
-          resolve()
-        }, 150)
-      })
-      socket.on('error', reject)
-    })
+  async function cutShortAndWait(url: string, head: string, bodyStart: Uint8Array) {
+    await cutShort(url, head, bodyStart)
     await Bun.sleep(200)
   }
 
@@ -145,17 +134,17 @@ describe('a client that disconnects mid-upload', () => {
       const body = multipartBody([
         { name: 'file', filename: 'a.bin', data: randomBytes(2 * 1024 * 1024) },
       ])
-      await cutShort(
+      await cutShortAndWait(
         server.url,
         `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.byteLength}\r\n\r\n`,
         body.subarray(0, 500_000),
       )
-      await cutShort(
+      await cutShortAndWait(
         server.url,
         'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
         randomBytes(700_000),
       )
-      await cutShort(
+      await cutShortAndWait(
         server.url,
         'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
         Buffer.concat([Buffer.from('80000\r\n'), randomBytes(0x80000), Buffer.from('\r\n')]),
