@@ -11,6 +11,7 @@ import type { Deps } from '../deps'
 import { noneMatch } from '../http/conditional'
 import { AppError, notFound, unsupportedMediaType, validationFailed } from '../http/errors'
 import { documented, errorResponses } from '../http/openapi-schemas'
+import { offsetPageAnswer } from '../http/pagination'
 import { QueryReader } from '../http/query'
 import { fieldDetail } from '../http/validation'
 import { countedBody, type IncomingUpload, receiveMultipart } from './multipart'
@@ -24,7 +25,7 @@ import {
   servedInline,
 } from './names'
 import { chooseRange } from './ranges'
-import { DeletedUpload, UploadView } from './schema'
+import { DeletedUpload, UploadPage, UploadView } from './schema'
 import type { Owner, StoredFile, UploadRecord } from './service'
 
 const tags = ['uploads']
@@ -109,6 +110,31 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
               'VALIDATION_ERROR',
               'INSUFFICIENT_STORAGE',
             ),
+          }),
+        },
+      },
+    )
+    .get(
+      '/uploads',
+      ({ request, set }) => {
+        const page = offsetPageAnswer(request, set, {
+          path: `${prefix}/uploads`,
+          publicUrl: config.publicUrl,
+          list: (request) => uploads.list(request),
+        })
+        return { data: page.data.map(view), pagination: page.pagination }
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'List uploads (API key)',
+          description:
+            'Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            200: UploadPage,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
           }),
         },
       },

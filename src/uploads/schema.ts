@@ -19,4 +19,13 @@ export const UploadView = t.Object({
   files: t.Array(FileView),
 })
 
+export const UploadPage = t.Object({
+  data: t.Array(UploadView),
+  pagination: t.Object({
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    total: Type.Integer(),
+  }),
+})
+
 export const DeletedUpload = t.Object({ id: t.String(), deleted: t.Literal(true) })

@@ -79,6 +79,14 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
   )
   const deleteUpload = sqlite.query('DELETE FROM uploads WHERE id = ?')
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
+  // Newest first: created_at, then the order of insertion within one millisecond.
+  const newest = reader.query<UploadRow, [number, number]>(
+    'SELECT * FROM uploads ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
+  )
+  const readPage = reader.transaction((page: { limit: number; offset: number }) => ({
+    data: newest.all(page.limit, page.offset).map((row) => toRecord(row, filesOf.all(row.id))),
+    total: total.get()?.n ?? 0,
+  }))
 
   const toRecord = (row: UploadRow, files: FileRow[]): UploadRecord => ({
     id: row.id,
@@ -163,6 +171,11 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
 
     count(): number {
       return total.get()?.n ?? 0
+    },
+
+    /** A page of every upload with its files, newest first (for GET /uploads). */
+    list(page: { limit: number; offset: number }): { data: UploadRecord[]; total: number } {
+      return readPage(page)
     },
 
     /** Start-up clean-up of what a crash can leave behind. */

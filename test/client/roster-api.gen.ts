@@ -265,6 +265,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List uploads (API key)
+         * @description Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
+         */
+        get: operations["getUploads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/uploads/{id}": {
         parameters: {
             query?: never;
@@ -603,6 +623,26 @@ export interface paths {
          * @description multipart/form-data: one or more file parts with distinct names, optional description (at most 1000 characters) and public (true/false). Or application/octet-stream: the body is one file, named by Content-Disposition or ?filename=, with description and public in the query. Streams to disk; credentials sent with it make that user or key the owner.
          */
         post: operations["postV2Upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List uploads (API key)
+         * @description Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
+         */
+        get: operations["getV2Uploads"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4117,6 +4157,198 @@ export interface operations {
             };
             /** @description INSUFFICIENT_STORAGE */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @example upl_Jf3kR0cQx1B9m2LwqZ7n4A */
+                            id: string;
+                            description: string | null;
+                            public: boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            files: {
+                                /** @example fil_3XqvT0gkq2S1aVb8m8mWbA */
+                                id: string;
+                                /** @description The form part it came in (file for raw uploads). */
+                                field: string;
+                                /** @description The client’s filename, cleaned; metadata only. */
+                                filename: string;
+                                content_type: string;
+                                size: number;
+                                /** @description Hex SHA-256 of the bytes, computed while they streamed in. */
+                                sha256: string;
+                                /** @example /files/fil_3XqvT0gkq2S1aVb8m8mWbA */
+                                url: string;
+                            }[];
+                        }[];
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8674,6 +8906,198 @@ export interface operations {
             };
             /** @description INSUFFICIENT_STORAGE */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getV2Uploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @example upl_Jf3kR0cQx1B9m2LwqZ7n4A */
+                            id: string;
+                            description: string | null;
+                            public: boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            files: {
+                                /** @example fil_3XqvT0gkq2S1aVb8m8mWbA */
+                                id: string;
+                                /** @description The form part it came in (file for raw uploads). */
+                                field: string;
+                                /** @description The client’s filename, cleaned; metadata only. */
+                                filename: string;
+                                content_type: string;
+                                size: number;
+                                /** @description Hex SHA-256 of the bytes, computed while they streamed in. */
+                                sha256: string;
+                                /** @example /files/fil_3XqvT0gkq2S1aVb8m8mWbA */
+                                url: string;
+                            }[];
+                        }[];
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -47,6 +47,7 @@ describe('/swagger', () => {
       '/api-keys',
       '/api-keys/{id}',
       '/upload',
+      '/uploads',
       '/uploads/{id}',
       '/files/{id}',
       '/webhooks',

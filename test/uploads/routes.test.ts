@@ -506,3 +506,55 @@ describe('ownership and private uploads', () => {
     expect(stored(t)).toEqual(NOTHING)
   })
 })
+
+describe('GET /uploads (API key)', () => {
+  const raw = (t: TestApp, name: string, headers: Record<string, string> = {}) =>
+    t.call('POST', `/upload?filename=${name}`, {
+      body: name,
+      headers: { 'content-type': 'application/octet-stream', ...headers },
+    })
+
+  test('every upload with its files, newest first, in the list envelope with X-Total-Count and Link', async () => {
+    using t = makeTestApp()
+    const key = await apiKey(t)
+    const ids: string[] = []
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) ids.push((await raw(t, name)).body.id)
+    // A private upload by a user is listed too: an API key may read every upload.
+    const { token } = await signedIn(t)
+    ids.push((await raw(t, 'd.txt', { authorization: `Bearer ${token}` })).body.id)
+    const page = await t.get('/uploads?limit=2', { headers: { 'x-api-key': key } })
+    expect(page.status).toBe(200)
+    expect(page.body.pagination).toEqual({ limit: 2, offset: 0, total: 4 })
+    expect(page.body.data.map((u: { id: string }) => u.id)).toEqual([ids[3], ids[2]])
+    expect(page.body.data[0].files[0]).toMatchObject({ filename: 'd.txt', size: 5 })
+    expect(page.body.data[0].files[0].url).toStartWith('/files/fil_')
+    expect(page.headers.get('x-total-count')).toBe('4')
+    const link = page.headers.get('link') ?? ''
+    expect(link).toContain('/uploads?limit=2&offset=2>; rel="next"')
+    expect(link).toContain('rel="last"')
+    const second = await t.get('/v2/uploads?limit=2&offset=2', { headers: { 'x-api-key': key } })
+    expect(second.body.data.map((u: { id: string }) => u.id)).toEqual([ids[1], ids[0]])
+    expect(second.body.data[0].files[0].url).toStartWith('/v2/files/fil_')
+  })
+
+  test('needs an API key: 401 with ApiKey, a user’s credential is not enough; bad pages are 422', async () => {
+    using t = makeTestApp()
+    const none = await t.get('/uploads')
+    expectEnvelope(none, 401, 'UNAUTHORIZED')
+    expect(none.headers.get('www-authenticate')).toBe('ApiKey')
+    const { token } = await signedIn(t)
+    expectEnvelope(
+      await t.get('/uploads', { headers: { authorization: `Bearer ${token}` } }),
+      401,
+      'UNAUTHORIZED',
+    )
+    const key = await apiKey(t)
+    const bad = await t.get('/uploads?limit=0&offset=-1', { headers: { 'x-api-key': key } })
+    expect(expectEnvelope(bad, 422, 'VALIDATION_ERROR').details.map((d) => d.field)).toEqual([
+      'limit',
+      'offset',
+    ])
+    const empty = await t.get('/uploads', { headers: { 'x-api-key': key } })
+    expect(empty.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
+  })
+})
