@@ -69,6 +69,16 @@ export function createWebhookInbox(store: Store, now: () => Date) {
      FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
+  // An id may exist under several schemes: a failed one is the one to retry.
+  const byEventId = sqlite.query<{ seq: number; status: EventStatus }, [string]>(
+    `SELECT seq, status FROM webhook_events WHERE event_id = ?
+     ORDER BY status = 'failed' DESC, seq DESC LIMIT 1`,
+  )
+  const scheduleNow = sqlite.query('UPDATE webhook_events SET next_attempt_at = ? WHERE seq = ?')
+  const viewBySeq = sqlite.query<EventView, [number]>(
+    `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at
+     FROM webhook_events WHERE seq = ?`,
+  )
   // next_attempt_at is set exactly while an event waits for a first or a further attempt.
   const waiting = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_events WHERE next_attempt_at IS NOT NULL',
@@ -129,6 +139,21 @@ export function createWebhookInbox(store: Store, now: () => Date) {
     /** Marks a failure; `retryAt` null means no more attempts. */
     fail(seq: number, error: string, retryAt: number | null): void {
       fail.run(error.slice(0, 1000), retryAt, seq)
+    },
+
+    /**
+     * Schedules a failed event for another attempt now (once it has used up its retries too).
+     * `missing` when no event has this id, `not-failed` when it is pending, processed or
+     * ignored; otherwise the event as it stands, committed.
+     */
+    async retry(eventId: string): Promise<EventView | 'missing' | 'not-failed'> {
+      return await writes.run(() => {
+        const found = byEventId.get(eventId)
+        if (found === null) return 'missing' as const
+        if (found.status !== 'failed') return 'not-failed' as const
+        scheduleNow.run(now().getTime(), found.seq)
+        return viewBySeq.get(found.seq) as EventView
+      })
     },
 
     list(request: PageRequest): { data: EventView[]; total: number } {

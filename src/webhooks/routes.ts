@@ -1,12 +1,12 @@
 import { type DocumentDecoration, Elysia } from 'elysia'
 import { authPlugin } from '../auth/plugin'
 import type { Deps } from '../deps'
-import { badRequest, validationFailed } from '../http/errors'
+import { badRequest, conflict, notFound, validationFailed } from '../http/errors'
 import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
-import { EventPage, Received } from './schema'
+import { EventPage, EventView, Received } from './schema'
 import { claimedScheme, type Verified, verifySignature } from './signature'
 
 const tags = ['webhooks']
@@ -109,6 +109,42 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         },
       },
     )
+    .post(
+      '/webhooks/events/:id/retry',
+      async ({ params, set }) => {
+        const id = eventIdFromPath(params.id)
+        const outcome = id === null ? 'missing' : await webhooks.inbox.retry(id)
+        if (outcome === 'missing') throw notFound('No webhook event with this id')
+        if (outcome === 'not-failed') {
+          throw conflict('Only a failed event can be retried; this one has not failed')
+        }
+        webhooks.worker.wake()
+        set.status = 202
+        return outcome
+      },
+      {
+        auth: { schemes: ['apiKey'] },
+        detail: {
+          tags,
+          summary: 'Retry a failed webhook event (API key)',
+          description:
+            'Schedules a failed event for another attempt now, also one that has used up its retries; 202 with the event as it stands (the attempt runs right after). 409 when the event is pending, processed or ignored. The id is the one GET /webhooks/events shows.',
+          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          responses: documented({
+            202: EventView,
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'NOT_FOUND', 'CONFLICT'),
+          }),
+        },
+      },
+    )
+}
+
+/**
+ * The event id from the path (Elysia has decoded it; a malformed escape such as `%E0%A4%A`
+ * arrives as null, whatever the type says), or null when it cannot be one.
+ */
+function eventIdFromPath(id: string | null): string | null {
+  return typeof id !== 'string' || id === '' || id.length > MAX_EVENT_ID ? null : id
 }
 
 /**

@@ -53,6 +53,7 @@ describe('/swagger', () => {
       '/webhooks',
       '/webhook',
       '/webhooks/events',
+      '/webhooks/events/{id}/retry',
     ]
     expect(Object.keys(doc.paths).sort()).toEqual(
       ['/metrics', ...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),

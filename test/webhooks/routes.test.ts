@@ -204,6 +204,57 @@ describe('POST /webhooks', () => {
     expect((await events(t))[0]).toMatchObject({ status: 'failed', attempts: 4, error: 'nope' })
   })
 
+  test('POST /webhooks/events/{id}/retry: a failed event (retries used up) is tried again now; 202', async () => {
+    using t = webhookApp()
+    let broken = true
+    t.deps.webhooks.worker.handlers.set('flaky.thing', () => {
+      if (broken) throw new Error('downstream is down')
+      return 'processed'
+    })
+    const body = event('flaky.thing', {}, 'evt with space/and%')
+    await deliver(t, body, await stripeHeaders(body))
+    await Bun.sleep(600)
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({ status: 'failed', attempts: 4 })
+    broken = false
+    const key = { 'x-api-key': await apiKey(t, 'retrier') }
+    const path = `/webhooks/events/${encodeURIComponent('evt with space/and%')}/retry`
+    const retried = await t.call('POST', path, { headers: key })
+    expect(retried.status).toBe(202)
+    expect(retried.body).toMatchObject({ id: 'evt with space/and%', status: 'failed', attempts: 4 })
+    await Bun.sleep(20)
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({ status: 'processed', attempts: 5, error: null })
+    // Processed now: another retry is a conflict.
+    expectEnvelope(await t.call('POST', path, { headers: key }), 409, 'CONFLICT')
+  })
+
+  test('retry refusals: 404 for an unknown id, 409 for a pending or processed one, 401 without a key', async () => {
+    using t = webhookApp()
+    const key = { 'x-api-key': await apiKey(t, 'retrier') }
+    expectEnvelope(
+      await t.call('POST', '/webhooks/events/evt_nope/retry', { headers: key }),
+      404,
+      'NOT_FOUND',
+    )
+    expectEnvelope(
+      await t.call('POST', '/webhooks/events/%E0%A4%A/retry', { headers: key }),
+      404,
+      'NOT_FOUND',
+    )
+    const body = event('user.created', { email: 'r@example.com' }, 'evt_done')
+    await deliver(t, body, await stripeHeaders(body))
+    await t.deps.webhooks.worker.settled()
+    expectEnvelope(
+      await t.call('POST', '/v2/webhooks/events/evt_done/retry', { headers: key }),
+      409,
+      'CONFLICT',
+    )
+    const unauthorized = await t.call('POST', '/webhooks/events/evt_done/retry')
+    expectEnvelope(unauthorized, 401, 'UNAUTHORIZED')
+    expect(unauthorized.headers.get('www-authenticate')).toBe('ApiKey')
+  })
+
   test('wake-ups that keep coming do not hold the handling back', async () => {
     using t = webhookApp()
     const { inbox, worker } = t.deps.webhooks
