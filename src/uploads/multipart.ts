@@ -81,6 +81,12 @@ export async function receiveMultipart(
       // Failures reach us through the parser and the read loop; without a listener, an error
       // the stream emits after that loop has ended would be thrown as uncaught.
       stream.on('error', () => {})
+      // A part whose Content-Disposition has no usable name (busboy gives undefined or "").
+      if (typeof field !== 'string' || field === '') {
+        problems.push(fieldDetail('file', 'every file part needs a name'))
+        stream.resume()
+        return
+      }
       if (seenFiles.has(field)) {
         problems.push(fieldDetail(field, 'is given more than once; file parts need distinct names'))
         stream.resume()

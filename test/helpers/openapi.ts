@@ -49,11 +49,19 @@ export class DocumentChecker {
     this.envelope = this.ajv.compile(anyError)
   }
 
-  /** The template a concrete path belongs to (`/v1/users/7` → `/users/{id}`), or null. */
-  templateOf(path: string): string | null {
+  /**
+   * The template a concrete path belongs to (`/v1/users/7` → `/users/{id}`), or null. Where
+   * several match (`/users/export` and `/users/{id}`), the router takes the one that has the
+   * method, as it falls back from a static segment to a parameter.
+   */
+  templateOf(path: string, verb?: string): string | null {
     // Roster routes /users/ as /users, and /v1/X as /X.
     const plain = (path.split('?', 1)[0] ?? '').replace(/^\/v1(?=\/)/, '').replace(/(.)\/$/, '$1')
-    return this.templates.find(({ pattern }) => pattern.test(plain))?.template ?? null
+    const matching = this.templates.filter(({ pattern }) => pattern.test(plain))
+    const withMethod = matching.find(
+      ({ template }) => verb !== undefined && this.doc.paths[template]?.[verb] !== undefined,
+    )
+    return (withMethod ?? matching[0])?.template ?? null
   }
 
   /** A problem with this answer, or null when the document describes it. */
@@ -61,8 +69,8 @@ export class DocumentChecker {
     const where = `${method} ${path} → ${answer.status}`
     // The docs pages and their assets serve the document; they are not part of the API.
     if (DOCS_PAGES.test(path)) return null
-    const template = this.templateOf(path)
     const verb = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase()
+    const template = this.templateOf(path, verb)
     if (verb === 'options') return null
     const operation = template === null ? undefined : this.doc.paths[template]?.[verb]
     if (operation === undefined) {

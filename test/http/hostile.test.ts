@@ -424,7 +424,10 @@ describe('hostile input, generated', () => {
         })
       }
     }
-    if (process.env.ROSTER_HOSTILE_VERBOSE) console.log(JSON.stringify([...statuses].sort()))
+    if (process.env.ROSTER_HOSTILE_VERBOSE) {
+      console.log(JSON.stringify([...statuses].sort()))
+      console.log(t.log.lines.filter((line) => line.includes('"error"')).join(''))
+    }
     expect(failures).toEqual([])
     expect(({} as Record<string, unknown>).admin).toBeUndefined()
     expect(Object.keys(Object.prototype)).toEqual([])

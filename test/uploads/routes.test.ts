@@ -558,3 +558,25 @@ describe('GET /uploads (API key)', () => {
     expect(empty.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
   })
 })
+
+describe('file parts without a name', () => {
+  test('a file part with no name, or an empty one, is a 422 naming file; nothing is kept', async () => {
+    using t = makeTestApp()
+    const boundary = 'NoNameBoundary'
+    for (const disposition of [
+      'form-data; filename="a.txt"',
+      'form-data; name=""; filename="a.txt"',
+    ]) {
+      const body = `--${boundary}\r\nContent-Disposition: ${disposition}\r\nContent-Type: text/plain\r\n\r\nhello\r\n--${boundary}--\r\n`
+      const reply = await t.call('POST', '/upload', {
+        body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      })
+      expect(expectEnvelope(reply, 422, 'VALIDATION_ERROR').details).toEqual([
+        { field: 'file', message: 'every file part needs a name', received: '' },
+      ])
+    }
+    expect(t.deps.uploads.count()).toBe(0)
+    expect(readdirSync(join(t.deps.uploadDir, '.incoming'))).toEqual([])
+  })
+})
