@@ -15,6 +15,7 @@ import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { metricsRoutes } from './metrics/routes'
 import { uploadRoutes } from './uploads/routes'
+import { userExportRoutes } from './users/export-routes'
 import { type ApiVersion, usersRoutes } from './users/routes'
 import { registerEmailFormat } from './users/schema'
 import { webhookRoutes } from './webhooks/routes'
@@ -64,6 +65,7 @@ export function createApp(
     .use(metricsRoutes(deps))
   for (const [prefix, version] of MOUNTS) {
     app.use(healthRoutes(deps, VERSION, prefix))
+    app.use(userExportRoutes(deps, prefix))
     app.use(usersRoutes(deps, prefix, version))
     app.use(authRoutes(deps, prefix))
     app.use(uploadRoutes(deps, prefix))

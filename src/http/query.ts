@@ -57,6 +57,15 @@ export class QueryReader {
     return value
   }
 
+  /** One of `choices` (exactly, case included), `fallback` when absent. */
+  oneOf<T extends string>(name: string, choices: readonly T[], fallback: T): T {
+    const text = this.string(name)
+    if (text === undefined) return fallback
+    if ((choices as readonly string[]).includes(text)) return text as T
+    this.problems.push(fieldDetail(name, `must be one of ${choices.join(', ')}`, text))
+    return fallback
+  }
+
   has(name: string): boolean {
     return this.params.has(name)
   }

@@ -1,4 +1,4 @@
-import type { Database } from 'bun:sqlite'
+import { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Store } from '../db/client'
@@ -74,6 +74,9 @@ const recordColumns = {
 export type UserService = ReturnType<typeof createUserService>
 
 /** A user as `roster users export` writes it. */
+const EXPORT_SQL =
+  'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
+
 export interface ExportedUser {
   id: number
   name: string
@@ -166,9 +169,7 @@ export function createUserService(
     `INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
      VALUES (?1, ?2, ?3, ?4, ?5, ?5)`,
   )
-  const exportRows = sqlite.query<ExportedUser, []>(
-    'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id',
-  )
+  const exportRows = sqlite.query<ExportedUser, []>(EXPORT_SQL)
   const filtered = new FilteredQueries(sqlite)
   const readSearch = sqlite.transaction((request: SearchRequest) => filtered.search(request))
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
@@ -282,6 +283,24 @@ export function createUserService(
      * Every user in id order, password hash included, from one snapshot: the read transaction
      * stays open until the iteration ends (for export; writers are not held up in WAL mode).
      */
+    /**
+     * Every user, for an export over HTTP: read on a connection of its own, inside one read
+     * transaction, so the export is one consistent snapshot and requests that run while it
+     * streams neither wait for it nor see its snapshot. Closed when the generator ends or is
+     * abandoned (`return()`, a client that went away).
+     */
+    *exportSnapshot(): Generator<ExportedUser> {
+      const snapshot = new Database(store.reader.filename, { readonly: true, strict: true })
+      try {
+        snapshot.run('PRAGMA busy_timeout = 5000')
+        snapshot.run('BEGIN')
+        yield* snapshot.query<ExportedUser, []>(EXPORT_SQL).iterate()
+        snapshot.run('COMMIT')
+      } finally {
+        snapshot.close()
+      }
+    },
+
     *exportAll(): Generator<ExportedUser> {
       sqlite.run('BEGIN')
       try {

@@ -177,6 +177,34 @@ describe('roster users export and import (the compiled binary)', () => {
     expect(emails).toEqual(['ada@example.com', 'cy@example.com'])
   })
 
+  test('GET /users/export answers the same bytes as `roster users export`, while the server runs', async () => {
+    using dir = tempDir()
+    const data = ['--data-dir', dir.path]
+    for (const [name, email] of [
+      ['=cmd|calc', 'ada@example.com'],
+      ['Bo, "B"', 'bo@example.com'],
+    ] as const) {
+      expect(
+        (await runBinary(['users', 'create', '--name', name, '--email', email, ...data])).code,
+      ).toBe(0)
+    }
+    const key = (await runBinary(['keys', 'create', '--name', 'export', ...data])).stdout.trim()
+    const server = await startBinary(data)
+    try {
+      for (const format of ['jsonl', 'csv']) {
+        const cli = await runBinary(['users', 'export', '--format', format, ...data])
+        expect(cli.code).toBe(0)
+        const http = await fetch(`${server.url}/users/export?format=${format}`, {
+          headers: { 'x-api-key': key },
+        })
+        expect(http.status).toBe(200)
+        expect(await http.text()).toBe(cli.stdout)
+      }
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+
   test('usage errors are one line and exit 2', async () => {
     for (const args of [
       ['users'],

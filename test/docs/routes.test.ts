@@ -38,6 +38,7 @@ describe('/swagger', () => {
     const unversioned = [
       '/health',
       '/users',
+      '/users/export',
       '/users/{id}',
       '/login',
       '/logout',

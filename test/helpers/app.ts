@@ -80,7 +80,10 @@ export async function send(
 
 export async function readReply(response: Response): Promise<Reply> {
   const text = await response.text()
-  const isJson = (response.headers.get('content-type') ?? '').includes('json')
+  // JSON and +json types; not JSON Lines (application/x-ndjson), which is many documents.
+  const isJson = /^application\/(json|[^;]*\+json)\b/.test(
+    response.headers.get('content-type') ?? '',
+  )
   return {
     status: response.status,
     headers: response.headers,
