@@ -54,7 +54,6 @@ export interface Deps {
   readonly idempotency: IdempotencyStore
   readonly credentials: CredentialStore
   readonly apiKeys: ApiKeyService
-  readonly limiter: LoginLimiter
   readonly authenticator: Authenticator
   readonly uploadStorage: UploadStorage
   readonly uploads: UploadService
@@ -155,7 +154,6 @@ export function makeDeps(
     idempotency,
     credentials,
     apiKeys,
-    limiter,
     authenticator,
     uploadStorage,
     uploads,

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { offsetPageOf } from '../http/openapi-schemas'
 import { UserView } from '../users/schema'
 
 const Identifier = t.String({
@@ -67,13 +68,6 @@ export const CreatedApiKey = t.Object({
   created_at: t.String({ format: 'date-time' }),
 })
 
-export const ApiKeyPage = t.Object({
-  data: t.Array(ApiKeyView),
-  pagination: t.Object({
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-    total: Type.Integer(),
-  }),
-})
+export const ApiKeyPage = offsetPageOf(ApiKeyView)
 
 export const RevokedApiKey = t.Object({ id: Type.Integer(), revoked: t.Literal(true) })

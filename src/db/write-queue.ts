@@ -10,8 +10,8 @@ export interface WriteQueueOptions {
   /** Called when a deferred write fails (it has no caller to tell). */
   onDeferredError?: (error: unknown) => void
   /**
-   * Runs before every BEGIN and COMMIT; when it throws, the transaction is rolled back and
-   * every write of it fails with that error (the database file vanished, say).
+   * Runs before every COMMIT; when it throws, the transaction is rolled back and every write
+   * of it fails with that error (the database file vanished, say).
    */
   beforeCommit?: () => void
 }
@@ -116,7 +116,6 @@ export class WriteQueue {
 
   private begin(): void {
     if (this.open) return
-    this.options.beforeCommit?.()
     this.statements.begin.run()
     this.open = true
     if (this.flushScheduled) return

@@ -1,6 +1,17 @@
-import type { TSchema } from '@sinclair/typebox'
+import { type TSchema, Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { ERROR_CODES, type ErrorCode } from './errors'
+
+/** The pagination of every offset-paginated list (`/users` v1, `/api-keys`, `/uploads`, events). */
+export const OffsetPagination = t.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+  offset: Type.Integer({ minimum: 0 }),
+  total: Type.Integer({ minimum: 0 }),
+})
+
+/** The common list envelope: `{ data: [item…], pagination: { limit, offset, total } }`. */
+export const offsetPageOf = <T extends TSchema>(item: T) =>
+  t.Object({ data: t.Array(item), pagination: OffsetPagination })
 
 export const ErrorEnvelope = t.Object(
   {

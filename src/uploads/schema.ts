@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { offsetPageOf } from '../http/openapi-schemas'
 
 export const FileView = t.Object({
   id: t.String({ examples: ['fil_3XqvT0gkq2S1aVb8m8mWbA'] }),
@@ -19,13 +20,6 @@ export const UploadView = t.Object({
   files: t.Array(FileView),
 })
 
-export const UploadPage = t.Object({
-  data: t.Array(UploadView),
-  pagination: t.Object({
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-    total: Type.Integer(),
-  }),
-})
+export const UploadPage = offsetPageOf(UploadView)
 
 export const DeletedUpload = t.Object({ id: t.String(), deleted: t.Literal(true) })

@@ -1,5 +1,6 @@
 import { FormatRegistry, Type } from '@sinclair/typebox'
 import { type Static, t } from 'elysia'
+import { offsetPageOf } from '../http/openapi-schemas'
 
 const MAX_NAME_LENGTH = 200
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
@@ -100,13 +101,7 @@ export const UserView = t.Object(
   { additionalProperties: false },
 )
 
-const PaginationV1 = t.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100 }),
-  offset: Type.Integer({ minimum: 0 }),
-  total: Type.Integer({ minimum: 0 }),
-})
-
-export const UserPage = t.Object({ data: t.Array(UserView), pagination: PaginationV1 })
+export const UserPage = offsetPageOf(UserView)
 
 export const UserPageV2 = t.Object({
   data: t.Array(UserView),

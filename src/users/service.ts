@@ -73,10 +73,10 @@ const recordColumns = {
 
 export type UserService = ReturnType<typeof createUserService>
 
-/** A user as `roster users export` writes it. */
 const EXPORT_SQL =
   'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
 
+/** A user as `roster users export` writes it. */
 export interface ExportedUser {
   id: number
   name: string
@@ -280,10 +280,6 @@ export function createUserService(
     },
 
     /**
-     * Every user in id order, password hash included, from one snapshot: the read transaction
-     * stays open until the iteration ends (for export; writers are not held up in WAL mode).
-     */
-    /**
      * Every user, for an export over HTTP: read on a connection of its own, inside one read
      * transaction, so the export is one consistent snapshot and requests that run while it
      * streams neither wait for it nor see its snapshot. Closed when the generator ends or is
@@ -301,6 +297,10 @@ export function createUserService(
       }
     },
 
+    /**
+     * Every user in id order, password hash included, from one snapshot: the read transaction
+     * stays open until the iteration ends (for export; writers are not held up in WAL mode).
+     */
     *exportAll(): Generator<ExportedUser> {
       sqlite.run('BEGIN')
       try {

@@ -36,6 +36,10 @@ interface EventRow {
 
 export type WebhookInbox = ReturnType<typeof createWebhookInbox>
 
+/** The columns of an EventView, as GET /webhooks/events shows an event. */
+const EVENT_VIEW =
+  'event_id AS id, scheme, type, status, attempts, error, received_at, processed_at'
+
 /**
  * The inbox table: verified deliveries, deduplicated by (scheme, event id), and their outcome.
  * `dueBatch`, `finish` and `fail` are for the worker's writes (they use the writer); the views
@@ -65,8 +69,7 @@ export function createWebhookInbox(store: Store, now: () => Date) {
      next_attempt_at = ? WHERE seq = ?`,
   )
   const page = reader.query<EventView, [number, number]>(
-    `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at
-     FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
+    `SELECT ${EVENT_VIEW} FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
   // An id may exist under several schemes: a failed one is the one to retry.
@@ -76,8 +79,7 @@ export function createWebhookInbox(store: Store, now: () => Date) {
   )
   const scheduleNow = sqlite.query('UPDATE webhook_events SET next_attempt_at = ? WHERE seq = ?')
   const viewBySeq = sqlite.query<EventView, [number]>(
-    `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at
-     FROM webhook_events WHERE seq = ?`,
+    `SELECT ${EVENT_VIEW} FROM webhook_events WHERE seq = ?`,
   )
   // next_attempt_at is set exactly while an event waits for a first or a further attempt.
   const waiting = reader.query<{ n: number }, []>(

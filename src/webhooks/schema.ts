@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { offsetPageOf } from '../http/openapi-schemas'
 
 export const Received = t.Object({ received: t.Literal(true) })
 
@@ -19,7 +20,4 @@ export const EventView = t.Object({
   processed_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
 })
 
-export const EventPage = t.Object({
-  data: t.Array(EventView),
-  pagination: t.Object({ limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() }),
-})
+export const EventPage = offsetPageOf(EventView)

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/app'
-import { BINARY, cleanEnv, requireBinary, startBinary } from '../helpers/binary'
+import { BINARY, cleanEnv, requireBinary, runCommand, startBinary } from '../helpers/binary'
 
 setDefaultTimeout(60_000)
 beforeAll(requireBinary)
@@ -49,17 +49,10 @@ describe('the README runs', () => {
         ),
       ].join('\n')
       writeFileSync(join(dir.path, 'readme.sh'), script)
-      const run = Bun.spawn(['bash', join(dir.path, 'readme.sh')], {
+      const { code, stdout, stderr } = await runCommand(['bash', join(dir.path, 'readme.sh')], {
         cwd: dir.path,
         env: { ...env, ROSTER_DATA_DIR: join(dir.path, 'data') },
-        stdout: 'pipe',
-        stderr: 'pipe',
       })
-      const [stdout, stderr, code] = await Promise.all([
-        new Response(run.stdout).text(),
-        new Response(run.stderr).text(),
-        run.exited,
-      ])
       expect({
         code,
         tail: code === 0 ? '' : `${stdout.slice(-1500)}\n${stderr.slice(-1500)}`,

@@ -19,11 +19,19 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 /** Runs the binary to completion. */
-export async function runBinary(
+export function runBinary(
   args: string[],
   options: { cwd?: string; env?: Record<string, string>; stdin?: string } = {},
 ) {
-  const proc = Bun.spawn([BINARY, ...args], {
+  return runCommand([BINARY, ...args], options)
+}
+
+/** Runs a command to completion (in a clean environment unless told otherwise). */
+export async function runCommand(
+  command: string[],
+  options: { cwd?: string; env?: Record<string, string>; stdin?: string } = {},
+) {
+  const proc = Bun.spawn(command, {
     cwd: options.cwd,
     env: options.env ?? cleanEnv(),
     stdin: options.stdin === undefined ? 'ignore' : new TextEncoder().encode(options.stdin),
