@@ -3,7 +3,7 @@ import type { Deps } from '../deps'
 import { clientIp } from '../http/client'
 import { AppError, notFound, validationFailed } from '../http/errors'
 import { jsonBody } from '../http/json-body'
-import { documented, errorResponses } from '../http/openapi-schemas'
+import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
 import type { User } from '../users/schema'
@@ -221,6 +221,7 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           summary: 'List API keys',
           description: 'Active keys, oldest first, paginated like /users.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          parameters: OFFSET_PAGE_PARAMETERS,
           responses: documented({
             200: ApiKeyPage,
             ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox'
-import { t } from 'elysia'
+import { type DocumentDecoration, t } from 'elysia'
 import { ERROR_CODES, type ErrorCode } from './errors'
 
 /** The pagination of every offset-paginated list (`/users` v1, `/api-keys`, `/uploads`, events). */
@@ -10,6 +10,16 @@ export const OffsetPagination = t.Object({
 })
 
 /** The common list envelope: `{ data: [item…], pagination: { limit, offset, total } }`. */
+/** `limit` and `offset`, as every offset-paginated list takes them (see pagination.ts). */
+export const OFFSET_PAGE_PARAMETERS: NonNullable<DocumentDecoration['parameters']> = [
+  {
+    name: 'limit',
+    in: 'query',
+    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  },
+  { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+]
+
 export const offsetPageOf = <T extends TSchema>(item: T) =>
   t.Object({ data: t.Array(item), pagination: OffsetPagination })
 

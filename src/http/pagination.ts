@@ -75,19 +75,22 @@ export function linkHeader(options: LinkOptions): string {
  * add its own, such as a cache buster), lists the page, and sets X-Total-Count and Link.
  * Shared by every list but v2's.
  */
-export function offsetPageAnswer<T>(
+export function offsetPageAnswer<T, F extends Record<string, string | undefined>>(
   request: Request,
   set: { headers: Record<string, string | number | undefined> },
   options: {
     path: string
     publicUrl: string | null
-    list: (page: PageRequest) => { data: T[]; total: number }
+    /** Reads the list's filters, if it has any; every link repeats them. */
+    filters?: (query: QueryReader) => F
+    list: (page: PageRequest, filters: F) => { data: T[]; total: number }
   },
 ): { data: T[]; pagination: Pagination } {
   const query = new QueryReader(request.url)
   const page = readPage(query)
+  const filters = options.filters?.(query) ?? ({} as F)
   query.assertValid()
-  const { data, total } = options.list(page)
+  const { data, total } = options.list(page, filters)
   const pagination = { ...page, total }
   set.headers['x-total-count'] = String(total)
   set.headers.link = linkHeader({
@@ -95,6 +98,7 @@ export function offsetPageAnswer<T>(
     path: options.path,
     limit: page.limit,
     targets: offsetTargets(pagination),
+    keep: filters,
   })
   return { data, pagination }
 }

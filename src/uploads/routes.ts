@@ -10,7 +10,7 @@ import {
 import type { Deps } from '../deps'
 import { noneMatch } from '../http/conditional'
 import { AppError, notFound, unsupportedMediaType, validationFailed } from '../http/errors'
-import { documented, errorResponses } from '../http/openapi-schemas'
+import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import { QueryReader } from '../http/query'
 import { fieldDetail } from '../http/validation'
@@ -132,6 +132,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           description:
             'Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          parameters: OFFSET_PAGE_PARAMETERS,
           responses: documented({
             200: UploadPage,
             ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),

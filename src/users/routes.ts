@@ -12,6 +12,7 @@ import {
   errorResponses,
   type HeaderParameter,
   headerParameters,
+  OFFSET_PAGE_PARAMETERS,
 } from '../http/openapi-schemas'
 import {
   type LinkTargets,
@@ -50,15 +51,6 @@ export function parseUserId(text: string): number {
 
 type Parameters = NonNullable<DocumentDecoration['parameters']>
 
-const LIST_PARAMETERS: Parameters = [
-  {
-    name: 'limit',
-    in: 'query',
-    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-  },
-  { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
-]
-
 const IDEMPOTENCY_KEY: HeaderParameter = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -83,7 +75,7 @@ const IF_NONE_MATCH: HeaderParameter = {
 }
 
 const V2_PARAMETERS: Parameters = [
-  ...LIST_PARAMETERS,
+  ...OFFSET_PAGE_PARAMETERS,
   {
     name: 'cursor',
     in: 'query',
@@ -162,7 +154,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
               summary: 'List users',
               description:
                 'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
-              parameters: LIST_PARAMETERS,
+              parameters: OFFSET_PAGE_PARAMETERS,
               responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
             },
           },

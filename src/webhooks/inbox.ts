@@ -2,7 +2,8 @@ import type { Store } from '../db/client'
 import type { PageRequest } from '../http/pagination'
 import type { WebhookScheme } from './signature'
 
-export type EventStatus = 'pending' | 'processed' | 'ignored' | 'failed'
+export const EVENT_STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const
+export type EventStatus = (typeof EVENT_STATUSES)[number]
 
 export interface InboxEvent {
   seq: number
@@ -72,6 +73,12 @@ export function createWebhookInbox(store: Store, now: () => Date) {
     `SELECT ${EVENT_VIEW} FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
+  const pageWithStatus = reader.query<EventView, [EventStatus, number, number]>(
+    `SELECT ${EVENT_VIEW} FROM webhook_events WHERE status = ? ORDER BY seq DESC LIMIT ? OFFSET ?`,
+  )
+  const totalWithStatus = reader.query<{ n: number }, [EventStatus]>(
+    'SELECT count(*) AS n FROM webhook_events WHERE status = ?',
+  )
   // An id may exist under several schemes: a failed one is the one to retry.
   const byEventId = sqlite.query<{ seq: number; status: EventStatus }, [string]>(
     `SELECT seq, status FROM webhook_events WHERE event_id = ?
@@ -85,10 +92,14 @@ export function createWebhookInbox(store: Store, now: () => Date) {
   const waiting = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_events WHERE next_attempt_at IS NOT NULL',
   )
-  const readPage = reader.transaction((request: PageRequest) => ({
-    data: page.all(request.limit, request.offset),
-    total: total.get()?.n ?? 0,
-  }))
+  const readPage = reader.transaction((request: PageRequest, status: EventStatus | undefined) =>
+    status === undefined
+      ? { data: page.all(request.limit, request.offset), total: total.get()?.n ?? 0 }
+      : {
+          data: pageWithStatus.all(status, request.limit, request.offset),
+          total: totalWithStatus.get(status)?.n ?? 0,
+        },
+  )
 
   return {
     /**
@@ -158,8 +169,9 @@ export function createWebhookInbox(store: Store, now: () => Date) {
       })
     },
 
-    list(request: PageRequest): { data: EventView[]; total: number } {
-      return readPage(request)
+    /** A page of events, newest first; only those with `status` when it is given. */
+    list(request: PageRequest, status?: EventStatus): { data: EventView[]; total: number } {
+      return readPage(request, status)
     },
 
     count(): number {

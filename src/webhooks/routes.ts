@@ -3,9 +3,11 @@ import { authPlugin } from '../auth/plugin'
 import type { Deps } from '../deps'
 import { badRequest, conflict, notFound, validationFailed } from '../http/errors'
 import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
-import { documented, errorResponses } from '../http/openapi-schemas'
+import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
+import type { QueryReader } from '../http/query'
 import { fieldDetail } from '../http/validation'
+import { EVENT_STATUSES, type EventStatus } from './inbox'
 import { EventPage, EventView, Received } from './schema'
 import { claimedScheme, type Verified, verifySignature } from './signature'
 
@@ -93,15 +95,21 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         offsetPageAnswer(request, set, {
           path: listPath,
           publicUrl: config.publicUrl,
-          list: (page) => webhooks.inbox.list(page),
+          filters: (query) => ({ status: readStatusFilter(query) }),
+          list: (page, { status }) => webhooks.inbox.list(page, status),
         }),
       {
         auth: { schemes: ['apiKey'] },
         detail: {
           tags,
           summary: 'Stored webhook events',
-          description: 'Newest first, paginated like /users.',
+          description:
+            'Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          parameters: [
+            ...OFFSET_PAGE_PARAMETERS,
+            { name: 'status', in: 'query', schema: { type: 'string', enum: [...EVENT_STATUSES] } },
+          ],
           responses: documented({
             200: EventPage,
             ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
@@ -202,4 +210,9 @@ function parseEvent(raw: Uint8Array, verified: Verified) {
     payload,
     bodySha256,
   }
+}
+
+/** `status`: one of the event states, or absent for every event. */
+function readStatusFilter(query: QueryReader): EventStatus | undefined {
+  return query.has('status') ? query.oneOf('status', EVENT_STATUSES, 'pending') : undefined
 }

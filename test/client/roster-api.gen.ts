@@ -398,7 +398,7 @@ export interface paths {
         };
         /**
          * Stored webhook events
-         * @description Newest first, paginated like /users.
+         * @description Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
          */
         get: operations["getWebhooksEvents"];
         put?: never;
@@ -802,7 +802,7 @@ export interface paths {
         };
         /**
          * Stored webhook events
-         * @description Newest first, paginated like /users.
+         * @description Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
          */
         get: operations["getV2WebhooksEvents"];
         put?: never;
@@ -3513,7 +3513,10 @@ export interface operations {
     };
     "getApi-keys": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4430,7 +4433,10 @@ export interface operations {
     };
     getUploads: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -5640,7 +5646,11 @@ export interface operations {
     };
     getWebhooksEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "processed" | "ignored" | "failed";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -8654,7 +8664,10 @@ export interface operations {
     };
     "getV2Api-keys": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9571,7 +9584,10 @@ export interface operations {
     };
     getV2Uploads: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -10781,7 +10797,11 @@ export interface operations {
     };
     getV2WebhooksEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "processed" | "ignored" | "failed";
+            };
             header?: never;
             path?: never;
             cookie?: never;

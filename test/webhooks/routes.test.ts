@@ -422,6 +422,33 @@ describe('GET /webhooks/events', () => {
     expect(page.headers.get('link')).toContain('offset=4')
     expect((await t.get('/data', { headers: key })).body.data.webhook_events).toBe(5)
   })
+  test('?status= keeps the events in that state; links repeat it; a bad one is 422', async () => {
+    using t = webhookApp()
+    for (let i = 1; i <= 3; i++) {
+      const body = event(`nobody.listens.${i}`, {}, `ign${i}`)
+      await deliver(t, body, await githubHeaders(body))
+    }
+    const created = event('user.created', { email: 'filter@example.com', name: 'F' }, 'made1')
+    await deliver(t, created, await githubHeaders(created))
+    await t.deps.webhooks.worker.settled()
+    const key = { 'x-api-key': await apiKey(t) }
+    const ignored = await t.get('/webhooks/events?status=ignored&limit=2', { headers: key })
+    expect(ignored.body.data.map((e: { id: string }) => e.id)).toEqual(['ign3', 'ign2'])
+    expect(ignored.body.pagination).toEqual({ limit: 2, offset: 0, total: 3 })
+    expect(ignored.headers.get('x-total-count')).toBe('3')
+    expect(ignored.headers.get('link')).toContain(
+      '/webhooks/events?status=ignored&limit=2&offset=2>; rel="next"',
+    )
+    const processed = await t.get('/v2/webhooks/events?status=processed', { headers: key })
+    expect(processed.body.data.map((e: { id: string }) => e.id)).toEqual(['made1'])
+    const none = await t.get('/webhooks/events?status=failed', { headers: key })
+    expect(none.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
+    for (const bad of ['status=Failed', 'status=', 'status=failed&status=pending']) {
+      const reply = await t.get(`/webhooks/events?${bad}`, { headers: key })
+      expectEnvelope(reply, 422, 'VALIDATION_ERROR')
+      expect(reply.body.error.details[0].field).toBe('status')
+    }
+  })
 })
 
 describe('a restart', () => {
