@@ -5,6 +5,7 @@
 // Usage: bun scripts/build.ts [--target bun-linux-arm64] [--outfile dist/roster]
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { ASSETS_MODULE, assetsModule, bundleConsole } from './build-console'
 
 const root = join(import.meta.dir, '..')
 
@@ -36,13 +37,14 @@ export function gitCommit(): string {
 }
 
 /** Builds one executable; throws with bun's output when the build fails. */
-export function build(options: {
+export async function build(options: {
   target?: string
   outfile: string
   commit?: string
   date?: string
 }) {
   const target = options.target ?? hostTarget()
+  await assertConsoleCurrent()
   const info = {
     commit: options.commit ?? gitCommit(),
     date: options.date ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
@@ -67,11 +69,24 @@ export function build(options: {
   return info
 }
 
+/** The binary embeds src/console/assets.gen.ts: refuse to build from a stale one. */
+async function assertConsoleCurrent() {
+  const fresh = assetsModule(await bundleConsole())
+  const committed = await Bun.file(ASSETS_MODULE)
+    .text()
+    .catch(() => '')
+  if (committed !== fresh) {
+    throw new Error(
+      'src/console/assets.gen.ts does not match src/console/ui: run `bun run console:build`',
+    )
+  }
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Bun.argv.slice(2),
     options: { target: { type: 'string' }, outfile: { type: 'string', default: 'dist/roster' } },
   })
-  const info = build({ target: values.target, outfile: join(root, values.outfile) })
+  const info = await build({ target: values.target, outfile: join(root, values.outfile) })
   console.log(`built ${values.outfile} (${info.target}, commit ${info.commit})`)
 }

@@ -59,7 +59,7 @@ if (import.meta.main) {
   for (const { name, target } of targets) {
     const started = performance.now()
     const outfile = join(RELEASE_DIR, artifactName(name))
-    build({ target, outfile, commit, date })
+    await build({ target, outfile, commit, date })
     // The source map is for our own debugging, not shipped beside the executable.
     rmSync(`${outfile}.map`, { force: true })
     rmSync(`${outfile.replace(/\.exe$/, '')}.map`, { force: true })

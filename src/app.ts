@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { csrfGuard } from './auth/csrf'
 import { authRoutes } from './auth/routes'
+import { consoleRoutes } from './console/routes'
 import { type Deps, VERSION } from './deps'
 import { docsRoutes } from './docs/routes'
 import { healthRoutes } from './health/routes'
@@ -62,6 +63,7 @@ export function createApp(
     .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock))
     .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
+    .use(consoleRoutes())
     .use(metricsRoutes(deps))
   for (const [prefix, version] of MOUNTS) {
     app.use(healthRoutes(deps, VERSION, prefix))

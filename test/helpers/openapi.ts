@@ -9,7 +9,8 @@ export interface OpenApiDoc {
   components: { schemas?: Record<string, object> }
 }
 
-const DOCS_PAGES = /^\/(swagger|docs)(\/|\?|$)/
+// Pages for people, not API: the document leaves them out on purpose.
+const DOCS_PAGES = /^\/(swagger|docs|console)(\/|\?|$)/
 
 /** What an answer looked like, as far as the document is concerned. */
 export interface Answer {

@@ -1,0 +1,213 @@
+import type { ComponentChildren } from 'preact'
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks'
+import { ApiError } from './api'
+
+/** What a page loads: the data, the error, and a way to load again. */
+export function useLoad<T>(load: () => Promise<T>, inputs: readonly unknown[]) {
+  const [data, setData] = useState<T | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [loading, setLoading] = useState(true)
+  const [round, setRound] = useState(0)
+  useEffect(() => {
+    let current = true
+    setLoading(true)
+    load().then(
+      (value) => {
+        if (!current) return
+        setData(value)
+        setError(null)
+        setLoading(false)
+      },
+      (reason: unknown) => {
+        if (!current) return
+        setError(reason)
+        setLoading(false)
+      },
+    )
+    return () => {
+      current = false
+    }
+  }, [...inputs, round])
+  const reload = useCallback(() => setRound((n) => n + 1), [])
+  return { data, error, loading, reload }
+}
+
+/** An error from the API as the person should see it: the message and the request id. */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (error === null || error === undefined) return null
+  const message = error instanceof Error ? error.message : String(error)
+  const requestId = error instanceof ApiError ? error.requestId : null
+  return (
+    <div class="error" role="alert">
+      <p>{message}</p>
+      {requestId !== null && (
+        <p class="request-id">
+          Request id: <code>{requestId}</code>
+        </p>
+      )}
+    </div>
+  )
+}
+
+/** A polite status line for what just happened ("User created"). */
+export function Notice({ text }: { text: string | null }) {
+  return (
+    <p class="notice" role="status" aria-live="polite">
+      {text ?? ''}
+    </p>
+  )
+}
+
+/** A modal dialog (the native one: it traps focus and closes on Escape). */
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null)
+  useEffect(() => {
+    const dialog = ref.current
+    if (dialog !== null && !dialog.open) dialog.showModal()
+    return () => dialog?.close()
+  }, [])
+  return (
+    <dialog
+      ref={ref}
+      aria-labelledby="dialog-title"
+      onCancel={(event) => {
+        event.preventDefault()
+        props.onClose()
+      }}
+    >
+      <h2 id="dialog-title">{props.title}</h2>
+      {props.children}
+    </dialog>
+  )
+}
+
+/** Asks before something that cannot be undone. */
+export function Confirm(props: {
+  title: string
+  children: ComponentChildren
+  action: string
+  onConfirm: () => Promise<void>
+  onClose: () => void
+}) {
+  const [error, setError] = useState<unknown>(null)
+  const [busy, setBusy] = useState(false)
+  const confirm = async () => {
+    setBusy(true)
+    try {
+      await props.onConfirm()
+      props.onClose()
+    } catch (reason) {
+      setError(reason)
+      setBusy(false)
+    }
+  }
+  return (
+    <Dialog title={props.title} onClose={props.onClose}>
+      {props.children}
+      <ErrorNote error={error} />
+      <div class="actions">
+        <button type="button" class="danger" disabled={busy} onClick={confirm}>
+          {props.action}
+        </button>
+        <button type="button" onClick={props.onClose}>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  )
+}
+
+export interface OffsetPage {
+  limit: number
+  offset: number
+  total: number
+}
+
+/** Previous/next for an offset-paginated list, and where we are in it. */
+export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => void }) {
+  const { limit, offset, total } = props.page
+  const last = Math.min(offset + limit, total)
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button
+        type="button"
+        disabled={offset === 0}
+        onClick={() => props.onOffset(Math.max(0, offset - limit))}
+      >
+        Previous
+      </button>
+      <span>{total === 0 ? 'None' : `${offset + 1}–${last} of ${total}`}</span>
+      <button
+        type="button"
+        disabled={offset + limit >= total}
+        onClick={() => props.onOffset(offset + limit)}
+      >
+        Next
+      </button>
+    </nav>
+  )
+}
+
+/** A labelled text input. */
+export function Field(props: {
+  label: string
+  name: string
+  value: string
+  onInput: (value: string) => void
+  type?: 'text' | 'email' | 'password'
+  required?: boolean
+  autoComplete?: string
+  hint?: string
+}) {
+  // Unique per field: a dialog may show a field whose name the page behind it also has.
+  const id = useId()
+  return (
+    <p class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name}
+        // One of three text-like types; preact types each input type on its own.
+        type={(props.type ?? 'text') as 'text'}
+        value={props.value}
+        required={props.required}
+        autoComplete={props.autoComplete ?? 'off'}
+        aria-describedby={props.hint === undefined ? undefined : `${id}-hint`}
+        onInput={(event) => props.onInput((event.currentTarget as HTMLInputElement).value)}
+      />
+      {props.hint !== undefined && (
+        <small id={`${id}-hint`} class="hint">
+          {props.hint}
+        </small>
+      )}
+    </p>
+  )
+}
+
+export function formatDate(iso: string | null): string {
+  if (iso === null) return '—'
+  const date = new Date(iso)
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString()
+}
+
+export function formatBytes(size: number): string {
+  if (size < 1024) return `${size} B`
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  let value = size / 1024
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return `${value.toFixed(1)} ${units[unit]}`
+}
+
+export function formatDuration(seconds: number): string {
+  const days = Math.floor(seconds / 86_400)
+  const hours = Math.floor((seconds % 86_400) / 3600)
+  const minutes = Math.floor((seconds % 3600) / 60)
+  if (days > 0) return `${days} d ${hours} h`
+  if (hours > 0) return `${hours} h ${minutes} min`
+  if (minutes > 0) return `${minutes} min`
+  return `${seconds} s`
+}

@@ -1,0 +1,91 @@
+import { render } from 'preact'
+import { useEffect, useState } from 'preact/hooks'
+import { onSignedOut, session } from './api'
+import { KeysPage } from './pages/keys'
+import { OverviewPage } from './pages/overview'
+import { UploadsPage } from './pages/uploads'
+import { UsersPage } from './pages/users'
+import { WebhooksPage } from './pages/webhooks'
+import { SignIn } from './sign-in'
+import './console.css'
+
+const PAGES = [
+  { hash: '#/', title: 'Overview', Page: OverviewPage },
+  { hash: '#/users', title: 'Users', Page: UsersPage },
+  { hash: '#/keys', title: 'API keys', Page: KeysPage },
+  { hash: '#/uploads', title: 'Uploads', Page: UploadsPage },
+  { hash: '#/webhooks', title: 'Webhook deliveries', Page: WebhooksPage },
+] as const
+
+function currentPage() {
+  return PAGES.find((page) => page.hash === location.hash) ?? PAGES[0]
+}
+
+function App() {
+  const [signedIn, setSignedIn] = useState(session.key() !== null)
+  const [reason, setReason] = useState<string | null>(null)
+  const [page, setPage] = useState(currentPage)
+
+  useEffect(() => {
+    const follow = () => setPage(currentPage())
+    addEventListener('hashchange', follow)
+    return () => removeEventListener('hashchange', follow)
+  }, [])
+  useEffect(
+    () =>
+      onSignedOut(() => {
+        setReason('roster no longer accepts the key (it may have been revoked). Sign in again.')
+        setSignedIn(false)
+      }),
+    [],
+  )
+  useEffect(() => {
+    document.title = signedIn ? `${page.title} · roster console` : 'Sign in · roster console'
+  }, [signedIn, page])
+
+  if (!signedIn) {
+    return (
+      <SignIn
+        reason={reason}
+        onSignedIn={() => {
+          setReason(null)
+          setSignedIn(true)
+        }}
+      />
+    )
+  }
+  const signOut = () => {
+    session.forget()
+    setReason('Signed out. The key has been forgotten.')
+    setSignedIn(false)
+  }
+  const { Page } = page
+  return (
+    <>
+      <header>
+        <p class="brand">roster console</p>
+        <nav aria-label="Sections">
+          <ul>
+            {PAGES.map((entry) => (
+              <li key={entry.hash}>
+                <a href={entry.hash} aria-current={entry === page ? 'page' : undefined}>
+                  {entry.title}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <h1>{page.title}</h1>
+        <Page />
+      </main>
+    </>
+  )
+}
+
+const root = document.getElementById('console')
+if (root !== null) render(<App />, root)

@@ -1,0 +1,119 @@
+import { useState } from 'preact/hooks'
+import { call } from '../api'
+import { ErrorNote, formatDate, Notice, type OffsetPage, Pager, useLoad } from '../components'
+
+interface WebhookEvent {
+  id: string
+  scheme: string
+  type: string
+  status: 'pending' | 'processed' | 'ignored' | 'failed'
+  attempts: number
+  error: string | null
+  received_at: string
+  processed_at: string | null
+}
+
+interface EventPage {
+  data: WebhookEvent[]
+  pagination: OffsetPage
+}
+
+const STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const
+
+/** The stored events with their outcome, filtered by status; retry a failed one. */
+export function WebhooksPage() {
+  const [status, setStatus] = useState('')
+  const [offset, setOffset] = useState(0)
+  const { data, error, reload } = useLoad(async () => {
+    const query = new URLSearchParams({ limit: '20', offset: String(offset) })
+    if (status !== '') query.set('status', status)
+    return (await call<EventPage>(`/webhooks/events?${query}`)).body
+  }, [status, offset])
+  const [notice, setNotice] = useState<string | null>(null)
+  const [actionError, setActionError] = useState<unknown>(null)
+
+  const retry = async (event: WebhookEvent) => {
+    setActionError(null)
+    try {
+      await call(`/webhooks/events/${encodeURIComponent(event.id)}/retry`, { method: 'POST' })
+      setNotice(`Event ${event.id} will be tried again now.`)
+      reload()
+    } catch (reason) {
+      setActionError(reason)
+    }
+  }
+
+  return (
+    <>
+      <div class="toolbar">
+        <p class="field">
+          <label for="status-filter">Status</label>
+          <select
+            id="status-filter"
+            value={status}
+            onChange={(event) => {
+              setStatus((event.currentTarget as HTMLSelectElement).value)
+              setOffset(0)
+            }}
+          >
+            <option value="">Every status</option>
+            {STATUSES.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </p>
+        <button type="button" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      <Notice text={notice} />
+      <ErrorNote error={error ?? actionError} />
+      {data !== null && (
+        <>
+          <table>
+            <caption>Webhook events, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event id</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Error</th>
+                <th scope="col">Received</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.data.map((event) => (
+                <tr key={`${event.scheme}:${event.id}`}>
+                  <td>
+                    <code>{event.id}</code>
+                  </td>
+                  <td>{event.type}</td>
+                  <td class={event.status === 'failed' ? 'bad' : undefined}>{event.status}</td>
+                  <td>{event.attempts}</td>
+                  <td>{event.error ?? '—'}</td>
+                  <td>{formatDate(event.received_at)}</td>
+                  <td class="row-actions">
+                    {event.status === 'failed' && (
+                      <button
+                        type="button"
+                        aria-label={`Retry event ${event.id}`}
+                        onClick={() => retry(event)}
+                      >
+                        Retry
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager page={data.pagination} onOffset={setOffset} />
+        </>
+      )}
+    </>
+  )
+}

@@ -1,0 +1,437 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core'
+import { tempDir } from '../helpers/app'
+import { cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
+import {
+  activate,
+  launchChromium,
+  type PageWatch,
+  seriousAxeViolations,
+  tabTo,
+  typeInto,
+  watchPage,
+} from '../helpers/browser'
+import { multipartBody, multipartType } from '../helpers/multipart'
+import { event, STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
+
+// Drives the console in Chromium against the compiled binary with the keyboard only: Tab to a
+// control by its accessible name, then Enter or typing, as someone without a mouse would. The
+// stages share one page and run in order.
+setDefaultTimeout(120_000)
+
+const HOSTILE_NAME = '<img src=x onerror=alert(1)>'
+// Sent as a quoted-string with escaped quotes, so the stored name starts with `">`. (A `/`
+// would be taken as a path separator and cut away.)
+const HOSTILE_FILENAME = '"><img src=z onerror=alert(2)>.txt'
+const HOSTILE_DESCRIPTION = '<svg onload=alert(3)>'
+const HOSTILE_TYPE = '<img src=y onerror=alert(4)>.happened'
+/** ROSTER_UPDATE_SCREENSHOTS=1 rewrites the README's screenshots from this run. */
+const SCREENSHOTS = process.env.ROSTER_UPDATE_SCREENSHOTS === '1'
+const SCREENSHOT_DIR = join(import.meta.dir, '../../docs/images')
+
+let browser: Browser
+let dir: ReturnType<typeof tempDir>
+let server: Awaited<ReturnType<typeof startBinary>>
+let dataDir: string
+let key: string
+let context: BrowserContext
+let page: Page
+let watch: PageWatch
+
+const api = (path: string, init: RequestInit = {}, withKey = key) =>
+  fetch(`${server.url}${path}`, {
+    ...init,
+    headers: { 'x-api-key': withKey, ...(init.headers as Record<string, string> | undefined) },
+  })
+
+async function createKey(name: string): Promise<string> {
+  const created = await runBinary(['keys', 'create', '--name', name, '--data-dir', dataDir])
+  expect(created.code).toBe(0)
+  return created.stdout.trim()
+}
+
+/** Users, an upload and webhook events with hostile text, as other clients would send them. */
+async function seed() {
+  const json = { 'content-type': 'application/json' }
+  for (const [name, email] of [
+    [HOSTILE_NAME, 'hostile@example.com'],
+    ['Ada Lovelace', 'ada@example.com'],
+    ['Alan Turing', 'alan@example.com'],
+  ]) {
+    const created = await api('/users', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ name, email }),
+    })
+    expect(created.status).toBe(201)
+  }
+  const upload = await api('/upload', {
+    method: 'POST',
+    headers: { 'content-type': multipartType() },
+    body: multipartBody([
+      { name: 'description', data: HOSTILE_DESCRIPTION },
+      {
+        name: 'file',
+        filename: HOSTILE_FILENAME.replaceAll('"', '\\"'),
+        contentType: 'text/plain',
+        data: 'hello, console\n',
+      },
+    ]),
+  })
+  expect(upload.status).toBe(201)
+  expect(((await upload.json()) as { files: { filename: string }[] }).files[0]?.filename).toBe(
+    HOSTILE_FILENAME,
+  )
+  for (const body of [
+    // No email: the user.created handler fails it, so there is something to retry.
+    event('user.created', { name: 'Nobody' }, 'evt_fails'),
+    event(HOSTILE_TYPE, {}, 'evt_hostile'),
+  ]) {
+    const delivered = await fetch(`${server.url}/webhooks`, {
+      method: 'POST',
+      headers: { ...json, ...(await stripeHeaders(body)) },
+      body,
+    })
+    expect(delivered.status).toBe(200)
+  }
+}
+
+/** Waits until `locator` holds `text` (Playwright's own expect is not bun:test's). */
+async function waitForText(locator: Locator, text: string) {
+  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 })
+}
+
+async function expectAccessible(where: string) {
+  const violations = await seriousAxeViolations(page)
+  expect({ where, violations }).toEqual({ where, violations: [] })
+}
+
+async function screenshot(name: string) {
+  if (!SCREENSHOTS) return
+  mkdirSync(SCREENSHOT_DIR, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `console-${name}.png`) })
+}
+
+/** Follows a navigation link by keyboard and waits for its page's heading and table. */
+async function openSection(title: string) {
+  await activate(page, title)
+  await page.getByRole('heading', { level: 1, name: title }).waitFor()
+}
+
+async function signIn(withKey: string) {
+  await page.getByRole('heading', { name: 'roster console' }).waitFor()
+  await typeInto(page, 'API key', withKey)
+  await page.keyboard.press('Enter')
+}
+
+/** Presses Enter on a control and returns the download it starts. */
+async function downloadBy(name: string): Promise<{ download: Download; text: string }> {
+  await tabTo(page, name)
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.keyboard.press('Enter'),
+  ])
+  const path = await download.path()
+  return { download, text: readFileSync(path, 'utf8') }
+}
+
+const dialog = () => page.getByRole('dialog')
+const mainText = async () => (await page.locator('main').textContent()) ?? ''
+
+beforeAll(async () => {
+  requireBinary()
+  browser = await launchChromium()
+  dir = tempDir()
+  dataDir = join(dir.path, 'data')
+  key = await createKey('console')
+  server = await startBinary(['--data-dir', dataDir], {
+    env: cleanEnv({ ROSTER_WEBHOOK_SECRET: STRIPE_SECRET }),
+  })
+  await seed()
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url })
+  page = await context.newPage()
+  watch = watchPage(page)
+})
+
+afterAll(async () => {
+  await context?.close()
+  await browser?.close()
+  await server?.stop()
+  dir?.[Symbol.dispose]()
+})
+
+describe('the console in Chromium against the compiled binary, by keyboard', () => {
+  test('sign-in: a wrong key gets a clear message, the right one opens the overview', async () => {
+    await page.goto(`${server.url}/console`)
+    await expectAccessible('sign-in')
+    await signIn('rk_not_a_real_key_at_all')
+    await waitForText(page.getByRole('alert'), 'wrong or has been revoked')
+    await waitForText(page.getByRole('alert'), 'Request id: req_')
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    await signIn(key)
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+    await waitForText(page.locator('main'), 'Failed webhook events')
+    const counts = page.locator('section[aria-labelledby="counts-heading"] dd')
+    // users, uploads, events, pending, failed (the handler refused evt_fails).
+    expect(await counts.allTextContents()).toEqual(['3', '1', '2', '0', '1'])
+    const facts = await page.locator('section[aria-labelledby="server-heading"]').textContent()
+    expect(facts).toContain('0.1.0')
+    expect(facts).toContain('Check: database')
+    expect(await page.evaluate(() => sessionStorage.getItem('roster.console.key'))).toBe(key)
+    await expectAccessible('overview')
+    await screenshot('overview')
+  })
+
+  test('users: hostile names are text; create; a duplicate shows the message and request id', async () => {
+    await openSection('Users')
+    await waitForText(page.locator('tbody'), HOSTILE_NAME)
+    expect(await page.locator('main img, main script, main svg').count()).toBe(0)
+    await expectAccessible('users')
+    await screenshot('users')
+
+    await activate(page, 'New user')
+    await dialog().waitFor()
+    await typeInto(page, 'Name', 'Grace Hopper')
+    await typeInto(page, 'Email', 'grace@example.com')
+    await typeInto(page, 'Password (optional)', 'correct horse battery')
+    await expectAccessible('new user dialog')
+    await page.keyboard.press('Enter')
+    await waitForText(page.getByRole('status'), 'created')
+    await waitForText(page.locator('tbody'), 'grace@example.com')
+
+    await activate(page, 'New user')
+    await typeInto(page, 'Name', 'Grace Again')
+    await typeInto(page, 'Email', 'GRACE@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(dialog().getByRole('alert'), 'Request id: req_')
+    await page.keyboard.press('Escape')
+    await dialog().waitFor({ state: 'detached' })
+    const all = (await (await api('/users?limit=100')).json()) as { data: { email: string }[] }
+    expect(
+      all.data.filter((user) => user.email.toLowerCase() === 'grace@example.com'),
+    ).toHaveLength(1)
+  })
+
+  test('users: search with v2 q and email, and cursor pages', async () => {
+    await typeInto(page, 'Name or email contains', 'lovelace')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('caption'), '1 user found')
+    expect(await page.locator('tbody tr').count()).toBe(1)
+    await typeInto(page, 'Name or email contains', '')
+    await typeInto(page, 'Email is exactly', 'ALAN@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('tbody'), 'Alan Turing')
+    expect(await page.locator('tbody tr').count()).toBe(1)
+    await typeInto(page, 'Email is exactly', '')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('caption'), '4 users')
+    // 25 more users make a second page of 20.
+    for (let i = 0; i < 25; i++) {
+      await api('/users', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `Filler ${i}`, email: `filler${i}@example.com` }),
+      })
+    }
+    await activate(page, 'Search')
+    await waitForText(page.locator('caption'), '29 users')
+    await activate(page, 'Next')
+    await waitForText(page.locator('.pager'), 'Page 2')
+    await page.locator('tbody tr').nth(9).waitFor({ state: 'detached' })
+    expect(await page.locator('tbody tr').count()).toBe(9)
+    await activate(page, 'Previous')
+    await waitForText(page.locator('.pager'), 'Page 1')
+    await page.locator('tbody tr').nth(19).waitFor()
+    expect(await page.locator('tbody tr').count()).toBe(20)
+  })
+
+  test('users: a stale edit shows both versions; the person keeps theirs', async () => {
+    const grace = (await (await api('/v2/users?email=grace@example.com')).json()) as {
+      data: { id: number }[]
+    }
+    const id = grace.data[0]?.id as number
+    await typeInto(page, 'Email is exactly', 'grace@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('caption'), '1 user found')
+    await activate(page, `Edit user ${id}`)
+    await dialog().getByLabel('Name').waitFor()
+    await typeInto(page, 'Name', 'Grace (console)')
+    // Meanwhile someone else renames her.
+    const other = await api(`/users/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ name: 'Grace (elsewhere)' }),
+    })
+    expect(other.status).toBe(200)
+    await activate(page, 'Save')
+    await waitForText(dialog(), 'Someone else changed this user')
+    const versions = await dialog().locator('tbody td').allTextContents()
+    expect(versions).toEqual([
+      'Grace (console)',
+      'Grace (elsewhere)',
+      'grace@example.com',
+      'grace@example.com',
+    ])
+    await expectAccessible('edit conflict')
+    await screenshot('conflict')
+    await activate(page, 'Save mine over theirs')
+    await waitForText(page.getByRole('status'), `User ${id} saved.`)
+    const saved = (await (await api(`/users/${id}`)).json()) as { name: string }
+    expect(saved.name).toBe('Grace (console)')
+
+    // The other choice: take the saved values and edit those.
+    await activate(page, `Edit user ${id}`)
+    await dialog().getByLabel('Name').waitFor()
+    await api(`/users/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ email: 'grace.hopper@example.com' }),
+    })
+    await activate(page, 'Save')
+    await waitForText(dialog(), 'Someone else changed this user')
+    await activate(page, 'Edit the saved values')
+    expect(await dialog().getByLabel('Email').inputValue()).toBe('grace.hopper@example.com')
+    await activate(page, 'Save')
+    await waitForText(page.getByRole('status'), `User ${id} saved.`)
+  })
+
+  test('users: delete asks first; export gives what the API streams', async () => {
+    await typeInto(page, 'Email is exactly', '')
+    await typeInto(page, 'Name or email contains', 'alan')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('caption'), '1 user found')
+    const alan = (await (await api('/v2/users?email=alan@example.com')).json()) as {
+      data: { id: number }[]
+    }
+    const id = alan.data[0]?.id as number
+    await activate(page, `Delete user ${id}`)
+    await waitForText(dialog(), 'Alan Turing')
+    await expectAccessible('delete dialog')
+    await activate(page, 'Cancel')
+    expect((await api(`/users/${id}`)).status).toBe(200)
+    await activate(page, `Delete user ${id}`)
+    await activate(page, 'Delete user')
+    await waitForText(page.getByRole('status'), `User ${id} deleted.`)
+    expect((await api(`/users/${id}`)).status).toBe(404)
+
+    const csv = await downloadBy('Export CSV')
+    expect(csv.download.suggestedFilename()).toMatch(/^roster-users-\d{4}-\d{2}-\d{2}\.csv$/)
+    expect(csv.text).toBe(await (await api('/users/export?format=csv')).text())
+    expect(csv.text.split('\r\n')[0]).toBe('id,name,email,created_at,updated_at')
+    const jsonl = await downloadBy('Export JSON Lines')
+    expect(jsonl.download.suggestedFilename()).toMatch(/\.jsonl$/)
+    expect(jsonl.text).toBe(await (await api('/users/export?format=jsonl')).text())
+    expect(jsonl.text).toContain(JSON.stringify(HOSTILE_NAME))
+  })
+
+  test('API keys: create shows the key once with a copy button; revoke asks first', async () => {
+    await openSection('API keys')
+    await waitForText(page.locator('tbody'), '(this console)')
+    await activate(page, 'New API key')
+    await typeInto(page, 'Name', 'deploy')
+    await page.keyboard.press('Enter')
+    const shown = dialog().getByLabel('The new key')
+    await shown.waitFor()
+    const created = await shown.inputValue()
+    expect(created).toMatch(/^rk_/)
+    await expectAccessible('new key dialog')
+    await activate(page, 'Copy key')
+    await waitForText(dialog().getByRole('status'), 'Copied')
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(created)
+    expect((await api('/data', {}, created)).status).toBe(200)
+    await activate(page, 'Done')
+    await waitForText(page.locator('tbody'), 'deploy')
+    expect(await mainText()).not.toContain(created)
+    await expectAccessible('keys')
+
+    const keys = (await (await api('/api-keys')).json()) as { data: { id: number; name: string }[] }
+    const deploy = keys.data.find((entry) => entry.name === 'deploy')?.id as number
+    await activate(page, `Revoke key ${deploy}`)
+    await activate(page, 'Revoke key')
+    await waitForText(page.getByRole('status'), `Key ${deploy} revoked.`)
+    expect((await api('/data', {}, created)).status).toBe(401)
+  })
+
+  test('uploads: hostile names are text; details, download, delete', async () => {
+    await openSection('Uploads')
+    await waitForText(page.locator('tbody'), HOSTILE_FILENAME)
+    await waitForText(page.locator('tbody'), HOSTILE_DESCRIPTION)
+    expect(await page.locator('main img, main script, main svg').count()).toBe(0)
+    await expectAccessible('uploads')
+    const list = (await (await api('/uploads')).json()) as { data: { id: string }[] }
+    const id = list.data[0]?.id as string
+    await activate(page, `Details of upload ${id}`)
+    await waitForText(dialog(), 'text/plain')
+    await expectAccessible('upload details')
+    const file = await downloadBy(`Download ${HOSTILE_FILENAME}`)
+    expect(file.text).toBe('hello, console\n')
+    expect(file.download.suggestedFilename()).toContain('onerror')
+    await activate(page, 'Close')
+    await dialog().waitFor({ state: 'detached' })
+    await activate(page, `Delete upload ${id}`)
+    await activate(page, 'Delete upload')
+    await waitForText(page.getByRole('status'), `Upload ${id} deleted.`)
+    expect((await api(`/uploads/${id}`)).status).toBe(404)
+    await waitForText(page.locator('.pager'), 'None')
+  })
+
+  test('webhook deliveries: filter by status, retry a failed event, hostile types are text', async () => {
+    await openSection('Webhook deliveries')
+    await waitForText(page.locator('tbody'), HOSTILE_TYPE)
+    expect(await page.locator('main img, main script, main svg').count()).toBe(0)
+    await expectAccessible('webhooks')
+    await tabTo(page, 'Status')
+    await page.keyboard.type('failed')
+    await waitForText(page.locator('.pager'), '1–1 of 1')
+    await waitForText(page.locator('tbody'), 'data.object.email is missing')
+    const before = (await (await api('/webhooks/events?status=failed')).json()) as {
+      data: { attempts: number }[]
+    }
+    await activate(page, 'Retry event evt_fails')
+    await waitForText(page.getByRole('status'), 'evt_fails will be tried again now')
+    // The worker tries at once; the handler fails again (still no email): one more attempt.
+    for (let i = 0; i < 50; i++) {
+      const after = (await (await api('/webhooks/events?status=failed')).json()) as {
+        data: { attempts: number }[]
+      }
+      if ((after.data[0]?.attempts ?? 0) > (before.data[0]?.attempts ?? 0)) break
+      await Bun.sleep(100)
+      if (i === 49) throw new Error('the retried event was not attempted again')
+    }
+  })
+
+  test('a key revoked meanwhile sends the console back to sign-in; sign-out forgets the key', async () => {
+    await openSection('Overview')
+    const revoked = await runBinary(['keys', 'revoke', '1', '--data-dir', dataDir])
+    expect(revoked.code).toBe(0)
+    await activate(page, 'Refresh')
+    await waitForText(page.locator('main'), 'no longer accepts the key')
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    const second = await createKey('console-2')
+    await signIn(second)
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+    await activate(page, 'Sign out')
+    await waitForText(page.locator('main'), 'Signed out')
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    await page.reload()
+    await page.getByLabel('API key').waitFor()
+  })
+
+  test('the page made no request off its origin, put no key in a URL, and ran no injected script', async () => {
+    const origin = new URL(server.url).origin
+    const offOrigin = watch.requests.filter((url) => new URL(url).origin !== origin)
+    expect(offOrigin).toEqual([])
+    expect(watch.requests.filter((url) => url.includes('rk_'))).toEqual([])
+    expect(page.url()).not.toContain('rk_')
+    expect(watch.dialogs).toEqual([])
+    // The browser logs the refusals the flows provoked (wrong key, duplicate email, stale
+    // edits); anything else (a CSP refusal, an exception) is a failure.
+    const provoked = /Failed to load resource: .* status of (401|409|412) /
+    expect(watch.errors.filter((text) => !provoked.test(text))).toEqual([])
+    const log = server.stderr.join('\n')
+    expect(log).not.toContain(key)
+  })
+})
