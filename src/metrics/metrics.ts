@@ -1,5 +1,5 @@
 import { registerProcessMetrics } from './process'
-import { Counter, Gauge, Registry } from './registry'
+import { Counter, escapeLabel, Gauge, Registry } from './registry'
 
 /** Seconds; from half a millisecond (a cached read) to 10 s (the shutdown cap). */
 export const DURATION_BUCKETS = [
@@ -75,10 +75,6 @@ class HttpMetrics {
     }
     return counts + histograms
   }
-}
-
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 }
 
 export type Metrics = ReturnType<typeof createMetrics>

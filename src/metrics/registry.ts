@@ -1,5 +1,5 @@
 /**
- * A small Prometheus registry: counters and histograms with fixed label names, rendered in the
+ * A small Prometheus registry: counters and gauges with fixed label names, rendered in the
  * text exposition format 0.0.4. Samples are kept in maps keyed by the joined label values, so
  * recording one costs a string join and a map lookup.
  */
@@ -11,7 +11,7 @@ interface Family {
 }
 
 /** Escapes a label value as the exposition format requires. */
-function escapeLabel(value: string): string {
+export function escapeLabel(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 }
 
@@ -60,58 +60,6 @@ export class Counter<N extends string = never> implements Family {
     if (this.samples.size === 0 && this.labelNames.length === 0) return `${text}${this.name} 0\n`
     for (const { values, count } of this.samples.values()) {
       text += `${this.name}${labelText(this.labelNames, values)} ${number(count)}\n`
-    }
-    return text
-  }
-}
-
-interface HistogramSample {
-  values: string[]
-  /** Per bucket, not cumulative; cumulated when rendered. */
-  buckets: Float64Array
-  sum: number
-  count: number
-}
-
-export class Histogram<N extends string = never> implements Family {
-  private readonly samples = new Map<string, HistogramSample>()
-
-  constructor(
-    readonly name: string,
-    private readonly help: string,
-    private readonly labelNames: readonly N[],
-    /** Upper bounds, ascending; +Inf is implied. */
-    private readonly bounds: readonly number[],
-  ) {}
-
-  observe(labels: Labels<N>, value: number): void {
-    const values = this.labelNames.map((name) => labels[name])
-    const key = values.join(SEPARATOR)
-    let sample = this.samples.get(key)
-    if (sample === undefined) {
-      sample = { values, buckets: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 }
-      this.samples.set(key, sample)
-    }
-    let bucket = 0
-    while (bucket < this.bounds.length && value > (this.bounds[bucket] as number)) bucket++
-    sample.buckets[bucket] = (sample.buckets[bucket] as number) + 1
-    sample.sum += value
-    sample.count += 1
-  }
-
-  render(): string {
-    let text = header(this.name, this.help, 'histogram')
-    for (const sample of this.samples.values()) {
-      let cumulative = 0
-      const bounds = [...this.bounds, Number.POSITIVE_INFINITY]
-      bounds.forEach((bound, i) => {
-        cumulative += sample.buckets[i] as number
-        const labels = labelText([...this.labelNames, 'le'], [...sample.values, number(bound)])
-        text += `${this.name}_bucket${labels} ${cumulative}\n`
-      })
-      const labels = labelText(this.labelNames, sample.values)
-      text += `${this.name}_sum${labels} ${number(sample.sum)}\n`
-      text += `${this.name}_count${labels} ${sample.count}\n`
     }
     return text
   }
