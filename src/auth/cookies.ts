@@ -25,7 +25,12 @@ export function clearSessionCookie(cookie: Cookie<unknown>, secure: boolean): vo
   cookie.set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', maxAge: 0, secure })
 }
 
-const SESSION_VALUE = /(?:^|;\s*)session=([^;]*)/
+const SESSION_VALUE = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=([^;]*)`)
+
+/** Whether a Cookie header carries the session cookie (with any value). */
+export function hasSessionCookie(header: string | null): boolean {
+  return header !== null && SESSION_VALUE.test(header)
+}
 
 /** The session cookie's value from a Cookie header, or null. */
 export function sessionFromCookieHeader(header: string | null): string | null {

@@ -3,6 +3,7 @@ import type { Config } from '../config'
 import { cameOverTls } from '../http/client'
 import { AppError } from '../http/errors'
 import { pathOf } from '../http/route-table'
+import { hasSessionCookie } from './cookies'
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 /** What an HTML form (or a no-preflight fetch) can send without the site's consent. */
@@ -12,7 +13,6 @@ const FORM_TYPES = new Set([
   'text/plain',
 ])
 const FORM_TARGETS = /^(?:\/v[12])?\/(?:login|upload)\/?$/
-const SESSION_COOKIE = /(?:^|;\s*)session=/
 
 /**
  * CSRF refusal (403) for the requests a hostile page could make a browser send: any unsafe
@@ -26,7 +26,7 @@ export function csrfGuard(config: Config) {
   return new Elysia({ name: 'csrf' }).onRequest(function refuseCrossSite({ request }) {
     if (SAFE_METHODS.has(request.method)) return
     const headers = request.headers
-    const withSession = SESSION_COOKIE.test(headers.get('cookie') ?? '')
+    const withSession = hasSessionCookie(headers.get('cookie'))
     if (!withSession && !isFormPostToLoginOrUpload(request)) return
     const origin = headers.get('origin')
     if (origin !== null) {

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { parseRowId } from '../db/row-id'
 import type { Deps } from '../deps'
 import { clientIp } from '../http/client'
 import { AppError, notFound, validationFailed } from '../http/errors'
@@ -26,7 +27,6 @@ import { ACCESS_TOKEN_TTL_MS } from './sessions'
 
 const tags = ['credentials']
 const NO_STORE = 'no-store'
-const KEY_ID = /^[1-9][0-9]{0,15}$/
 
 /** /login, /logout, /me, /secure, /data and /api-keys under one prefix. */
 export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
@@ -232,7 +232,7 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     .delete(
       '/api-keys/:id',
       async ({ params }) => {
-        const id = KEY_ID.test(params.id) ? Number(params.id) : 0
+        const id = parseRowId(params.id) ?? 0
         if (id === 0 || !Number.isSafeInteger(id) || !(await apiKeys.revoke(id))) {
           throw notFound('No active API key with this id')
         }

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../config'
+import { parseRowId } from '../db/row-id'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
 import { configFlags, type FlagSpec, parseFlags, renderFlags, serveFlags } from './args'
@@ -64,9 +65,8 @@ export async function run(
         return 0
       }
       case 'revoke': {
-        const id = Number(positionals[0])
-        if (!/^[1-9][0-9]{0,15}$/.test(positionals[0] ?? ''))
-          throw new ConfigError('keys revoke needs a key id')
+        const id = parseRowId(positionals[0])
+        if (id === null) throw new ConfigError('keys revoke needs a key id')
         if (!(await deps.apiKeys.revoke(id))) {
           console.error(`roster: no active API key with id ${id}`)
           return 1

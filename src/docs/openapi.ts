@@ -1,5 +1,6 @@
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
+import { SESSION_COOKIE } from '../auth/cookies'
 import { ERROR_CODES, type ErrorCode } from '../http/errors'
 import { ErrorEnvelope, HEADER_PARAMETERS } from '../http/openapi-schemas'
 
@@ -39,7 +40,12 @@ function documentation(version: string) {
       securitySchemes: {
         basic: { type: 'http', scheme: 'basic', description: 'email:password' },
         bearer: { type: 'http', scheme: 'bearer', description: 'access_token from /login' },
-        session: { type: 'apiKey', in: 'cookie', name: 'session', description: 'from /login' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: 'from /login',
+        },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
       },

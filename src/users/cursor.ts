@@ -1,3 +1,4 @@
+import { parseRowId, ROW_ID_DIGITS } from '../db/row-id'
 import type { QueryReader } from '../http/query'
 
 /** A keyset position: the page holds the rows after (or before) this id. */
@@ -7,7 +8,7 @@ export interface Cursor {
 }
 
 const CURSOR_FORMAT = /^[A-Za-z0-9_-]{1,40}$/
-const PAYLOAD_FORMAT = /^([ab]):([1-9][0-9]{0,15})$/
+const PAYLOAD_FORMAT = new RegExp(`^([ab]):(${ROW_ID_DIGITS})$`)
 
 /**
  * v2 keyset cursors: opaque to clients (base64url of `a:<id>` or `b:<id>`). They carry only the
@@ -23,8 +24,8 @@ export function writeCursor(cursor: Cursor): string {
 export function readCursor(text: string, query: QueryReader): Cursor | undefined {
   const payload = CURSOR_FORMAT.test(text) ? Buffer.from(text, 'base64url').toString('latin1') : ''
   const match = PAYLOAD_FORMAT.exec(payload)
-  const id = Number(match?.[2] ?? Number.NaN)
-  if (match === null || !Number.isSafeInteger(id)) {
+  const id = parseRowId(match?.[2])
+  if (match === null || id === null) {
     query.reject('cursor', 'is not a cursor this service issued', text)
     return undefined
   }

@@ -2,6 +2,7 @@ import { type Context, type DocumentDecoration, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
 import { authPlugin } from '../auth/plugin'
 import { ANY_CREDENTIAL_SECURITY, ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
+import { parseRowId } from '../db/row-id'
 import type { Deps } from '../deps'
 import { noneMatch } from '../http/conditional'
 import { AppError, notFound } from '../http/errors'
@@ -39,13 +40,10 @@ import { etagOf, type SearchResult, toView, type WriteGuard } from './service'
 
 export type ApiVersion = 1 | 2
 
-const MAX_ID = Number.MAX_SAFE_INTEGER
-const ID_FORMAT = /^[1-9][0-9]{0,15}$/
-
 /** The numeric id from the path; a malformed one is answered like a missing user (404). */
 export function parseUserId(text: string): number {
-  const id = ID_FORMAT.test(text) ? Number(text) : 0
-  if (id < 1 || id > MAX_ID) throw notFound('No user with this id')
+  const id = parseRowId(text)
+  if (id === null) throw notFound('No user with this id')
   return id
 }
 
