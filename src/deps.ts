@@ -24,6 +24,7 @@ import { createIdempotencyStore, type IdempotencyStore } from './idempotency/sto
 import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
+import { systemTimers, type Timers } from './timers'
 import { createUploadService, type UploadService } from './uploads/service'
 import { UploadStorage } from './uploads/storage'
 import { createUserService, type UserService } from './users/service'
@@ -80,7 +81,7 @@ export function makeDeps(
   config: Config,
   log: Logger,
   now: () => Date = systemNow,
-  options: { sweepUploads?: boolean } = {},
+  options: { sweepUploads?: boolean; timers?: Timers } = {},
 ): Deps {
   const uploadDir = join(config.dataDir, 'uploads')
   prepareDirectory(config.dataDir)
@@ -120,7 +121,9 @@ export function makeDeps(
   const uploadStorage = new UploadStorage(uploadDir)
   const uploads = createUploadService(store, uploadStorage, now)
   const inbox = createWebhookInbox(store, now)
-  const worker = new WebhookWorker(inbox, db.$client, writes, builtInHandlers(users), clock, log)
+  const timers =
+    options.timers ?? (now === systemNow ? systemTimers : { ...systemTimers, now: clock })
+  const worker = new WebhookWorker(inbox, db.$client, writes, builtInHandlers(users), timers, log)
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
   metrics.registry.add(new Gauge('roster_users', 'Users stored.', () => users.count()))
   metrics.registry.add(

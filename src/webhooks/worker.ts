@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import type { WriteQueue } from '../db/write-queue'
 import type { Logger } from '../log'
+import type { Timers } from '../timers'
 import type { HandlerOutcome, ParsedEvent, WebhookHandler } from './handlers'
 import type { InboxEvent, WebhookInbox } from './inbox'
 
@@ -28,14 +29,26 @@ const STORAGE_RETRY_MS = 1000
 
 type Outcome = [InboxEvent, 'processed' | 'ignored' | 'failed']
 
+/** An event whose handler returned a promise, handed out of the transaction to be awaited. */
+interface Awaiting {
+  event: InboxEvent
+  result: Promise<HandlerOutcome>
+}
+
 function parse(event: InboxEvent): ParsedEvent {
   const { data } = JSON.parse(event.payload) as { data: ParsedEvent['data'] }
   return { ...event, data }
 }
 
-/** Async handlers may wait on anything, so they run one at a time, outside the batches. */
-function isAsync(handler: WebhookHandler): boolean {
-  return handler.constructor.name === 'AsyncFunction'
+/**
+ * Whether a handler's result is a promise: then it is awaited outside the batch's transaction,
+ * whatever the handler was declared as (an `async` function, or a plain one returning a
+ * promise).
+ */
+function isPending(
+  result: HandlerOutcome | Promise<HandlerOutcome>,
+): result is Promise<HandlerOutcome> {
+  return typeof (result as { then?: unknown } | null)?.then === 'function'
 }
 
 /**
@@ -49,7 +62,8 @@ export class WebhookWorker {
   readonly handlers: Map<string, WebhookHandler>
   retry: RetryPolicy = DEFAULT_RETRY
   private draining: Promise<void> | null = null
-  private timer: ReturnType<typeof setTimeout> | null = null
+  /** Cancels the pending wake-up, if one is set. */
+  private cancelTimer: (() => void) | null = null
   private timerAt = 0
   private stopped = true
   /** Called after each event is handled (for metrics). */
@@ -60,10 +74,14 @@ export class WebhookWorker {
     private readonly sqlite: Database,
     private readonly writes: WriteQueue,
     handlers: Map<string, WebhookHandler>,
-    private readonly now: () => number,
+    private readonly timers: Timers,
     private readonly log: Logger,
   ) {
     this.handlers = handlers
+  }
+
+  private now(): number {
+    return this.timers.now()
   }
 
   /** Starts handling, beginning with whatever is already due. */
@@ -81,8 +99,8 @@ export class WebhookWorker {
   /** Stops taking new events; resolves when the one being handled has finished. */
   async stop(): Promise<void> {
     this.stopped = true
-    if (this.timer !== null) clearTimeout(this.timer)
-    this.timer = null
+    this.cancelTimer?.()
+    this.cancelTimer = null
     await this.draining
   }
 
@@ -100,11 +118,18 @@ export class WebhookWorker {
     const at = this.now() + delayMs
     // A pending timer that fires sooner stands: waking on every delivery must not keep pushing
     // the handling back while deliveries keep arriving.
-    if (this.timer !== null && this.timerAt <= at) return
-    if (this.timer !== null) clearTimeout(this.timer)
+    if (this.cancelTimer !== null && this.timerAt <= at) return
+    this.cancelTimer?.()
     this.timerAt = at
-    this.timer = setTimeout(() => {
-      this.timer = null
+    // Now means after this turn (after the answer), on the event loop; later means on the
+    // clock, so that tests can move it instead of sleeping.
+    const wait = (run: () => void) => {
+      if (delayMs > 0) return this.timers.after(delayMs, run)
+      const timer = setTimeout(run, 0)
+      return () => clearTimeout(timer)
+    }
+    this.cancelTimer = wait(() => {
+      this.cancelTimer = null
       let storageFailed = false
       this.draining ??= this.drain()
         .catch((error: unknown) => {
@@ -120,7 +145,7 @@ export class WebhookWorker {
           if (storageFailed && !this.stopped) this.schedule(STORAGE_RETRY_MS)
           else this.scheduleNextRetry()
         })
-    }, delayMs)
+    })
   }
 
   private scheduleNextRetry(): void {
@@ -145,22 +170,21 @@ export class WebhookWorker {
    * Inside one write of the group commit (so it shares the fsync with the requests of the
    * same turn): reads what is due and runs synchronous handlers, as many events as fit in
    * SLICE_MS, each in its own savepoint: its writes and its new status commit together, and a
-   * failure rolls back that event alone. Stops at an event with an async handler and hands it
-   * back, to be awaited outside the transaction.
+   * failure rolls back that event alone. Stops at a handler that returns a promise and hands
+   * it back, to be awaited outside the transaction (what it wrote before its first await
+   * commits with the slice).
    */
-  private handleSlice(): { outcomes: Outcome[]; awaiting: InboxEvent | null } {
+  private handleSlice(): { outcomes: Outcome[]; awaiting: Awaiting | null } {
     const started = performance.now()
     const outcomes: Outcome[] = []
     const attempt = this.sqlite.transaction((event: InboxEvent, handler: WebhookHandler) => {
-      const outcome = handler(parse(event)) as HandlerOutcome
-      this.inbox.finish(event.seq, outcome)
-      return outcome
+      const result = handler(parse(event))
+      // A promise: its outcome is recorded once it settles, in a write of its own.
+      if (!isPending(result)) this.inbox.finish(event.seq, result)
+      return result
     })
     for (const event of this.inbox.dueBatch(BATCH_SIZE)) {
       const handler = this.handlers.get(event.type)
-      if (handler !== undefined && isAsync(handler)) {
-        return { outcomes, awaiting: outcomes.length === 0 ? event : null }
-      }
       if (outcomes.length > 0 && performance.now() - started > SLICE_MS) break
       if (handler === undefined) {
         this.inbox.finish(event.seq, 'ignored')
@@ -168,7 +192,13 @@ export class WebhookWorker {
         continue
       }
       try {
-        outcomes.push([event, attempt(event, handler)])
+        const result = attempt(event, handler)
+        if (isPending(result)) {
+          // Settles later; until it is awaited, a rejection must not count as unhandled.
+          result.catch(() => {})
+          return { outcomes, awaiting: { event, result } }
+        }
+        outcomes.push([event, result])
       } catch (error) {
         this.recordFailure(event, error)
         outcomes.push([event, 'failed'])
@@ -177,11 +207,11 @@ export class WebhookWorker {
     return { outcomes, awaiting: null }
   }
 
-  private async handleAsync(event: InboxEvent): Promise<void> {
-    const handler = this.handlers.get(event.type) as WebhookHandler
+  /** Waits for a handler's promise outside the transaction, then records its outcome. */
+  private async handleAsync({ event, result }: Awaiting): Promise<void> {
     let outcome: HandlerOutcome
     try {
-      outcome = await handler(parse(event))
+      outcome = await result
     } catch (error) {
       await this.writes.run(() => this.recordFailure(event, error))
       this.onHandled(event, 'failed')

@@ -6,6 +6,7 @@ import { createApp } from '../../src/app'
 import { type Config, testConfig } from '../../src/config'
 import { type Deps, makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
+import { ManualClock } from '../../src/timers'
 
 export type TestApp = ReturnType<typeof makeTestApp>
 
@@ -19,10 +20,15 @@ export function tempDir(prefix = 'roster-test-') {
  * A fresh app over a real SQLite file in its own temp data dir. Use with `using`, so the
  * database is closed and the directory removed when the test ends.
  */
-export function makeTestApp(overrides: Partial<Config> = {}, now?: () => Date) {
+export function makeTestApp(overrides: Partial<Config> = {}, now?: (() => Date) | ManualClock) {
   const dir = tempDir()
   const log = memoryLogger()
-  const deps: Deps = makeDeps(testConfig({ dataDir: dir.path, ...overrides }), log, now)
+  const config = testConfig({ dataDir: dir.path, ...overrides })
+  // A ManualClock drives the webhook worker's retries too: tests move it instead of sleeping.
+  const deps: Deps =
+    now instanceof ManualClock
+      ? makeDeps(config, log, now.date, { timers: now })
+      : makeDeps(config, log, now)
   const app = createApp(deps)
   deps.webhooks.worker.start()
   const call = (method: string, path: string, init: CallInit = {}) => send(app, method, path, init)

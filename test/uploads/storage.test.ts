@@ -122,9 +122,22 @@ describe('after a crash', () => {
 })
 
 describe('a client that disconnects mid-upload', () => {
-  async function cutShortAndWait(url: string, head: string, bodyStart: Uint8Array) {
-    await cutShort(url, head, bodyStart)
-    await Bun.sleep(200)
+  /**
+   * Cuts a request off and waits until the server has finished with it: it records a request
+   * whose client went away as 499, after the upload's files were discarded.
+   */
+  async function cutShortAndWait(
+    server: ReturnType<typeof startServer>,
+    head: string,
+    bodyStart: Uint8Array,
+  ) {
+    const before = server.deps.metrics.http.count('/upload', 'POST', 499)
+    await cutShort(server.url, head, bodyStart)
+    const deadline = Date.now() + 5000
+    while (server.deps.metrics.http.count('/upload', 'POST', 499) === before) {
+      if (Date.now() > deadline) throw new Error('the server never finished the cut-off upload')
+      await Bun.sleep(5)
+    }
   }
 
   test('leaves no file and no row (multipart and raw, with and without Content-Length)', async () => {
@@ -135,17 +148,17 @@ describe('a client that disconnects mid-upload', () => {
         { name: 'file', filename: 'a.bin', data: randomBytes(2 * 1024 * 1024) },
       ])
       await cutShortAndWait(
-        server.url,
+        server,
         `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.byteLength}\r\n\r\n`,
         body.subarray(0, 500_000),
       )
       await cutShortAndWait(
-        server.url,
+        server,
         'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
         randomBytes(700_000),
       )
       await cutShortAndWait(
-        server.url,
+        server,
         'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
         Buffer.concat([Buffer.from('80000\r\n'), randomBytes(0x80000), Buffer.from('\r\n')]),
       )
