@@ -8,10 +8,15 @@ export function noneMatch(header: string | null, etag: string): boolean {
   return !tags(header).some((tag) => tag === '*' || stripWeak(tag) === bare)
 }
 
-/** True when If-Match is absent or lists the current strong ETag (or `*`). */
-export function ifMatchHolds(header: string | null, etag: string): boolean {
-  if (header === null) return true
-  return tags(header).some((tag) => tag === '*' || (!tag.startsWith('W/') && tag === etag))
+/**
+ * The strong tags If-Match lists (weak ones never match a write), or null when it is absent or
+ * `*` (any current version will do).
+ */
+export function ifMatchTags(header: string | null): string[] | null {
+  if (header === null) return null
+  const listed = tags(header)
+  if (listed.includes('*')) return null
+  return listed.filter((tag) => !tag.startsWith('W/'))
 }
 
 function tags(header: string): string[] {

@@ -26,6 +26,7 @@ import { QueryReader } from '../http/query'
 import { publicBaseUrl } from '../http/request-context'
 import { idempotencyKeyOf, type StoredAnswer } from '../idempotency/store'
 import { readCursor, writeCursor } from './cursor'
+import { etagOf, versionsFromIfMatch } from './etag'
 import {
   CreateUserBody,
   DeletedUser,
@@ -36,7 +37,7 @@ import {
   UserPageV2,
   UserView,
 } from './schema'
-import { etagOf, type SearchResult, toView, type WriteGuard } from './service'
+import { type SearchResult, toView, type WriteGuard } from './service'
 
 export type ApiVersion = 1 | 2
 
@@ -290,7 +291,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       '/users/:id',
       ({ params, body, request, set }) =>
         applyUpdate(params.id, body, set, {
-          ifMatch: request.headers.get('if-match'),
+          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
           echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
         }),
       {
@@ -311,7 +312,9 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     .patch(
       '/users/:id',
       ({ params, body, request, set }) =>
-        applyUpdate(params.id, body, set, { ifMatch: request.headers.get('if-match') }),
+        applyUpdate(params.id, body, set, {
+          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+        }),
       {
         ...access.write,
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
@@ -332,7 +335,9 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
       async ({ params, request, set }) => {
         const id = parseUserId(params.id)
         access.mayWrite(set, id)
-        await users.remove(id, { ifMatch: request.headers.get('if-match') })
+        await users.remove(id, {
+          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+        })
         return { id, deleted: true as const }
       },
       {

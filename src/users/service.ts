@@ -3,7 +3,6 @@ import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Store } from '../db/client'
 import { users } from '../db/schema'
-import { ifMatchHolds } from '../http/conditional'
 import { conflict, notFound, preconditionFailed, validationFailed } from '../http/errors'
 import type { PageRequest } from '../http/pagination'
 import { fieldDetail } from '../http/validation'
@@ -29,8 +28,8 @@ export interface UserChanges {
 }
 
 export interface WriteGuard {
-  /** The request's If-Match header, if any. */
-  ifMatch: string | null
+  /** The versions the caller accepts (from If-Match); null when any will do. */
+  versions: readonly number[] | null
   /** Read-only fields echoed back in a PUT body; each must match the record. */
   echo?: { id?: number; created_at?: string; updated_at?: string }
 }
@@ -43,9 +42,6 @@ export interface UserFilters {
 }
 
 export type Clock = () => Date
-
-/** The strong ETag of a record: it changes whenever the record does. */
-export const etagOf = (user: UserRecord) => `"${user.id}.${user.version}"`
 
 /** The view of a record that responses carry (no version, no hash). */
 export function toView(user: UserRecord): User {
@@ -178,7 +174,9 @@ export function createUserService(
   function requireGuarded(id: number, guard: WriteGuard): UserRecord {
     const current = currentById.get(id)
     if (current === null) throw notFound('No user with this id')
-    if (!ifMatchHolds(guard.ifMatch, etagOf(current))) throw preconditionFailed()
+    if (guard.versions !== null && !guard.versions.includes(current.version)) {
+      throw preconditionFailed()
+    }
     const mismatched = Object.entries(guard.echo ?? {}).filter(
       ([field, value]) => value !== undefined && current[field as keyof UserRecord] !== value,
     )

@@ -27,12 +27,12 @@ export function builtInHandlers(service: UserService): Map<string, WebhookHandle
     const existing = users.idByEmail(email)
     if (existing === null)
       users.create({ name: name ?? email.split('@')[0] ?? email, email, passwordHash: null })
-    else if (name !== null) users.update(existing, { name }, { ifMatch: null })
+    else if (name !== null) users.update(existing, { name }, { versions: null })
     return 'processed'
   }
   const remove: WebhookHandler = (event) => {
     const existing = users.idByEmail(userFields(event).email)
-    if (existing !== null) users.remove(existing, { ifMatch: null })
+    if (existing !== null) users.remove(existing, { versions: null })
     return 'processed'
   }
   const handlers = new Map<string, WebhookHandler>()

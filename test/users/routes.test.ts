@@ -173,6 +173,23 @@ describe('PUT /users/{id}', () => {
     expectEnvelope(weak, 412, 'PRECONDITION_FAILED')
   })
 
+  test("If-Match: a list holding the current tag, or *, passes; another user's tag or junk is 412", async () => {
+    using t = makeTestApp()
+    await t.post('/users', ada)
+    await t.post('/users', { name: 'Bob', email: 'bob@example.com' })
+    const patch = (ifMatch: string, name: string) =>
+      t.call('PATCH', '/users/1', { json: { name }, headers: { 'if-match': ifMatch } })
+    expect((await patch('"2.1", "1.1"', 'Listed')).status).toBe(200)
+    expect((await patch('*', 'Any')).status).toBe(200)
+    // User 1 is at version 3 now; user 2's tag at that version is not user 1's.
+    expectEnvelope(await patch('"2.3"', 'Other'), 412, 'PRECONDITION_FAILED')
+    expectEnvelope(await patch('"01.3"', 'Padded'), 412, 'PRECONDITION_FAILED')
+    expectEnvelope(await patch('junk', 'Junk'), 412, 'PRECONDITION_FAILED')
+    expectEnvelope(await patch('', 'Empty'), 412, 'PRECONDITION_FAILED')
+    expect((await t.get('/users/1')).body.name).toBe('Any')
+    expect((await patch('W/"1.3", "1.3"', 'Strong one listed')).status).toBe(200)
+  })
+
   test('409 when the new email belongs to someone else', async () => {
     using t = makeTestApp()
     await t.post('/users', ada)
