@@ -1,5 +1,5 @@
 import type { Store } from '../db/client'
-import type { PageRequest } from '../http/pagination'
+import type { PageRequest } from '../db/page'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
 export const API_KEY_PREFIX = 'rk_'

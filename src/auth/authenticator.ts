@@ -1,5 +1,5 @@
 import type { Config } from '../config'
-import { AppError, badRequest } from '../http/errors'
+import { AppError, badRequest } from '../errors/errors'
 import type { ApiKeyService } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
 import type { LoginLimiter } from './limiter'

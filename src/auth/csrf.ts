@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import { AppError } from '../errors/errors'
 import { cameOverTls } from '../http/client'
-import { AppError } from '../http/errors'
 import { pathOf } from '../http/route-table'
 import { hasSessionCookie } from './cookies'
 

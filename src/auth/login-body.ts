@@ -1,6 +1,6 @@
-import { badRequest, unsupportedMediaType, validationFailed } from '../http/errors'
+import { fieldDetail } from '../errors/details'
+import { badRequest, unsupportedMediaType, validationFailed } from '../errors/errors'
 import { parseJsonObject, readText, requireUtf8Charset } from '../http/json-body'
-import { fieldDetail } from '../http/validation'
 
 /** Sign-in bodies are small; anything bigger is refused before it is read. */
 const MAX_LOGIN_BYTES = 16 * 1024

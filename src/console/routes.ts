@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { notFound } from '../http/errors'
+import { notFound } from '../errors/errors'
 import { CONSOLE_SCRIPT, CONSOLE_STYLE } from './assets.gen'
 
 /**

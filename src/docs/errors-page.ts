@@ -1,4 +1,4 @@
-import { ERROR_CODES } from '../http/errors'
+import { ERROR_CODES } from '../errors/errors'
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`).replace(/`([^`]+)`/g, '<code>$1</code>')

@@ -1,7 +1,7 @@
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
 import { SESSION_COOKIE } from '../auth/cookies'
-import { ERROR_CODES, type ErrorCode } from '../http/errors'
+import { ERROR_CODES, type ErrorCode } from '../errors/errors'
 import { ErrorEnvelope, HEADER_PARAMETERS } from '../http/openapi-schemas'
 
 type Json = Record<string, unknown>

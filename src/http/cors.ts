@@ -1,6 +1,6 @@
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
-import { notFound } from './errors'
+import { notFound } from '../errors/errors'
 import { pathOf, type RouteTable } from './route-table'
 import { CATCH_ALL } from './unrouted'
 

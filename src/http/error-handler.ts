@@ -1,6 +1,6 @@
 import { Elysia, ParseError, ValidationError } from 'elysia'
+import { AppError, badRequest, validationFailed } from '../errors/errors'
 import type { Logger } from '../log'
-import { AppError, badRequest, validationFailed } from './errors'
 import { jsonResponse, type MappedAnswer } from './json-response'
 import { publicBaseUrl } from './request-context'
 import { pathOf, type RouteTable } from './route-table'

@@ -1,5 +1,10 @@
-import { badRequest, payloadTooLarge, unsupportedMediaType, validationFailed } from './errors'
-import { fieldDetail } from './validation'
+import { fieldDetail } from '../errors/details'
+import {
+  badRequest,
+  payloadTooLarge,
+  unsupportedMediaType,
+  validationFailed,
+} from '../errors/errors'
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
 export const MAX_JSON_BYTES = 1024 * 1024

@@ -1,6 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import { type DocumentDecoration, t } from 'elysia'
-import { ERROR_CODES, type ErrorCode } from './errors'
+import { ERROR_CODES, type ErrorCode } from '../errors/errors'
 
 /** The pagination of every offset-paginated list (`/users` v1, `/api-keys`, `/uploads`, events). */
 export const OffsetPagination = t.Object({

@@ -1,13 +1,11 @@
+import type { PageRequest } from '../db/page'
 import { QueryReader } from './query'
 import { publicBaseUrl } from './request-context'
 
 export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
 
-export interface PageRequest {
-  limit: number
-  offset: number
-}
+export type { PageRequest }
 
 export interface Pagination extends PageRequest {
   total: number

@@ -1,5 +1,5 @@
-import { type ErrorDetail, validationFailed } from './errors'
-import { fieldDetail } from './validation'
+import { fieldDetail } from '../errors/details'
+import { type ErrorDetail, validationFailed } from '../errors/errors'
 
 const DIGITS = /^[0-9]+$/
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
+import { AppError } from '../errors/errors'
 import { clientIp } from './client'
-import { AppError } from './errors'
 import { pathOf } from './route-table'
 
 /** Clients tracked at most; beyond that idle ones, then the oldest, are dropped. */

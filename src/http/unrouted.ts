@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { AppError } from './errors'
+import { AppError } from '../errors/errors'
 import { pathOf, type RouteTable } from './route-table'
 
 /** The catch-all route's path; the route table leaves it out. */

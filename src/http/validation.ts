@@ -2,10 +2,8 @@ import type { TSchema } from '@sinclair/typebox'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
 import type { ValidationError } from 'elysia'
-import { type ErrorDetail, receivedText } from './errors'
-
-/** Fields whose values never appear in an error answer, whatever their shape. */
-const SECRET_FIELDS = new Set(['password', 'pass', 'secret', 'token', 'api_key', 'key'])
+import { fieldDetail } from '../errors/details'
+import type { ErrorDetail } from '../errors/errors'
 
 interface SchemaIssue {
   type: number
@@ -44,23 +42,6 @@ function issuesOf(error: ValidationError): Iterable<SchemaIssue> {
   const validator = error.validator as { Errors?: (value: unknown) => Iterable<SchemaIssue> }
   if (typeof validator?.Errors === 'function') return validator.Errors(error.value)
   return Value.Errors(error.validator as TSchema, error.value) as Iterable<SchemaIssue>
-}
-
-/** Stands for a secret's value in `received`: says nothing of it, not even its length. */
-export const REDACTED = '[redacted]'
-
-/**
- * A detail for one field: `received` is the value as text, `""` when it is absent, and
- * REDACTED for a secret (password, token, key and the like).
- */
-export function fieldDetail(field: string, message: string, value?: unknown): ErrorDetail {
-  if (value === undefined) return { field, message, received: '' }
-  if (isSecretField(field)) return { field, message, received: REDACTED }
-  return { field, message, received: receivedText(value) ?? '' }
-}
-
-export function isSecretField(field: string): boolean {
-  return SECRET_FIELDS.has(field.slice(field.lastIndexOf('.') + 1).toLowerCase())
 }
 
 function detailFor(field: string, issue: SchemaIssue): ErrorDetail {

@@ -3,8 +3,8 @@ import { lt, sql } from 'drizzle-orm'
 import type { Store } from '../db/client'
 import { idempotencyKeys } from '../db/schema'
 import { installSecret } from '../db/settings'
-import { conflict, validationFailed } from '../http/errors'
-import { fieldDetail } from '../http/validation'
+import { fieldDetail } from '../errors/details'
+import { conflict, validationFailed } from '../errors/errors'
 
 /** How long a stored answer is replayed, as Stripe does. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000

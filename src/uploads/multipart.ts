@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import busboy from 'busboy'
-import { AppError, badRequest, payloadTooLarge, validationFailed } from '../http/errors'
-import { fieldDetail } from '../http/validation'
+import { fieldDetail } from '../errors/details'
+import { AppError, badRequest, payloadTooLarge, validationFailed } from '../errors/errors'
 import { cleanContentType, cleanFilename } from './names'
 import { type Budget, type ReceivedFile, storageError, type UploadStorage } from './storage'
 

@@ -8,12 +8,12 @@ import {
   principalOf,
 } from '../auth/principal'
 import type { Deps } from '../deps'
+import { fieldDetail } from '../errors/details'
+import { AppError, notFound, unsupportedMediaType, validationFailed } from '../errors/errors'
 import { noneMatch } from '../http/conditional'
-import { AppError, notFound, unsupportedMediaType, validationFailed } from '../http/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import { QueryReader } from '../http/query'
-import { fieldDetail } from '../http/validation'
 import { countedBody, type IncomingUpload, receiveMultipart } from './multipart'
 import {
   cleanContentType,

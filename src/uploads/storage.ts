@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
-import { AppError, payloadTooLarge } from '../http/errors'
+import { AppError, payloadTooLarge } from '../errors/errors'
 import { newId } from './names'
 
 /** Bytes still allowed for the whole request (shared by every file in it). */

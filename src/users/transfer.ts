@@ -1,5 +1,5 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { receivedText } from '../http/errors'
+import { receivedText } from '../errors/details'
 import { CsvParser, csvField, unguardFormula } from './csv'
 import { CreateUserBody, registerEmailFormat } from './schema'
 import { type ExportedUser, emailKey, type UserService } from './service'

@@ -1,5 +1,5 @@
 import type { Store } from '../db/client'
-import type { PageRequest } from '../http/pagination'
+import type { PageRequest } from '../db/page'
 import type { WebhookScheme } from './signature'
 
 export const EVENT_STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { AppError } from '../http/errors'
+import { AppError } from '../errors/errors'
 
 export type WebhookScheme = 'standard' | 'stripe' | 'sha256'
 

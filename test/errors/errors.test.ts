@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
-import { ERROR_CODES, receivedText } from '../../src/http/errors'
+import { receivedText } from '../../src/errors/details'
+import { ERROR_CODES } from '../../src/errors/errors'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
 
 describe('the error envelope', () => {
