@@ -24,9 +24,10 @@ import { createIdempotencyStore, type IdempotencyStore } from './idempotency/sto
 import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
+import type { FileStore } from './storage/file-store'
+import { LocalDiskStore } from './storage/local-disk'
 import { systemTimers, type Timers } from './timers'
 import { createUploadService, type UploadService } from './uploads/service'
-import { UploadStorage } from './uploads/storage'
 import { createUserService, type UserService } from './users/service'
 import { builtInHandlers } from './webhooks/handlers'
 import { createWebhookInbox, type WebhookInbox } from './webhooks/inbox'
@@ -48,6 +49,7 @@ export interface Deps {
   readonly dbPath: string
   /** Whether the database file is still the one that was opened (see fileIdentityGuard). */
   readonly databaseFile: FileIdentityGuard
+  /** Where the local file store keeps uploads (tests look inside; nothing in src does). */
   readonly uploadDir: string
   /** Whether writes are being refused for lack of space (507s), for /health. */
   readonly disk: DiskWatch
@@ -56,7 +58,7 @@ export interface Deps {
   readonly credentials: CredentialStore
   readonly apiKeys: ApiKeyService
   readonly authenticator: Authenticator
-  readonly uploadStorage: UploadStorage
+  readonly fileStore: FileStore
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
   readonly metrics: Metrics
@@ -118,8 +120,8 @@ export function makeDeps(
   const apiKeys = createApiKeyService(store, now)
   const limiter = new LoginLimiter(clock)
   const users = createUserService(store, now, { onPasswordChange: credentials.revokeAllForUser })
-  const uploadStorage = new UploadStorage(uploadDir)
-  const uploads = createUploadService(store, uploadStorage, now)
+  const fileStore = new LocalDiskStore(uploadDir)
+  const uploads = createUploadService(store, fileStore, now)
   const inbox = createWebhookInbox(store, now)
   const timers =
     options.timers ?? (now === systemNow ? systemTimers : { ...systemTimers, now: clock })
@@ -158,7 +160,7 @@ export function makeDeps(
     credentials,
     apiKeys,
     authenticator,
-    uploadStorage,
+    fileStore,
     uploads,
     webhooks: { inbox, worker },
     metrics,

@@ -1,5 +1,3 @@
-import { accessSync, constants, statSync } from 'node:fs'
-import { join } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../deps'
@@ -106,12 +104,7 @@ export function healthChecks(deps: Deps): () => CheckResults {
           ping.get()
           deps.databaseFile.check()
         }),
-        storage: passes(() => {
-          // Files stream into .incoming first: it must be there, a directory, and writable.
-          const incoming = join(deps.uploadDir, '.incoming')
-          if (!statSync(incoming).isDirectory()) throw new Error('not a directory')
-          accessSync(incoming, constants.W_OK)
-        }),
+        storage: passes(() => deps.fileStore.check()),
       }
     }
     return result

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream'
 import busboy from 'busboy'
 import { fieldDetail } from '../errors/details'
 import { AppError, badRequest, payloadTooLarge, validationFailed } from '../errors/errors'
+import { type Budget, type FileStore, type ReceivedFile, storageError } from '../storage/file-store'
 import { cleanContentType, cleanFilename } from './names'
-import { type Budget, type ReceivedFile, storageError, type UploadStorage } from './storage'
 
 export interface UploadLimits {
   maxFileSize: number
@@ -37,7 +37,7 @@ const MAX_FIELD_BYTES = 8 * 1024
  */
 export async function receiveMultipart(
   request: Request,
-  storage: UploadStorage,
+  storage: FileStore,
   limits: UploadLimits,
 ): Promise<IncomingUpload> {
   const contentType = request.headers.get('content-type') ?? ''
@@ -142,12 +142,12 @@ export async function receiveMultipart(
   } catch (error) {
     source.destroy()
     await Promise.allSettled(receiving)
-    storage.discard(files.map((file) => file.tempPath))
+    storage.discard(files.map((file) => file.fileId))
     throw failureOf(failure ?? error)
   }
   files.sort((a, b) => (a.position ?? 0) - (b.position ?? 0))
   if (problems.length > 0 || files.length === 0) {
-    storage.discard(files.map((file) => file.tempPath))
+    storage.discard(files.map((file) => file.fileId))
     if (files.length === 0 && problems.length === 0) {
       throw validationFailed([fieldDetail('file', 'is required: send at least one file part')])
     }

@@ -1,40 +1,28 @@
 import { Elysia } from 'elysia'
-import { challengeFor } from '../auth/authenticator'
 import { authPlugin } from '../auth/plugin'
 import {
   ANY_CREDENTIAL_SECURITY as ANY_CREDENTIAL,
   ANY_SCHEME,
-  type Principal,
   principalOf,
 } from '../auth/principal'
 import type { Deps } from '../deps'
-import { fieldDetail } from '../errors/details'
-import { AppError, notFound, unsupportedMediaType, validationFailed } from '../errors/errors'
-import { noneMatch } from '../http/conditional'
+import { notFound, unsupportedMediaType } from '../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
-import { QueryReader } from '../http/query'
-import { countedBody, type IncomingUpload, receiveMultipart } from './multipart'
-import {
-  cleanContentType,
-  cleanFilename,
-  contentDisposition,
-  filenameFromDisposition,
-  ID_FORMAT,
-  newId,
-  servedInline,
-} from './names'
-import { chooseRange } from './ranges'
+import { ownerOf, requireDeleter, requireReader } from './access'
+import { fileResponse } from './download'
+import { MAX_DESCRIPTION } from './fields'
+import { type IncomingUpload, receiveMultipart } from './multipart'
+import { cleanContentType, ID_FORMAT } from './names'
+import { receiveRaw } from './raw-body'
 import { DeletedUpload, UploadPage, UploadView } from './schema'
-import type { Owner, StoredFile, UploadRecord } from './service'
+import type { UploadRecord } from './service'
 
 const tags = ['uploads']
-const MAX_DESCRIPTION = 1000
-const KNOWN_FIELDS = new Set(['description', 'public'])
 
 /** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, under one prefix. */
 export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { uploads, uploadStorage: storage, config } = deps
+  const { uploads, fileStore, config } = deps
   const limits = {
     maxFileSize: config.maxFileSize,
     maxFiles: config.maxFiles,
@@ -51,25 +39,14 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         const type = cleanContentType(request.headers.get('content-type'))
         let incoming: IncomingUpload
         if (type === 'multipart/form-data')
-          incoming = await receiveMultipart(request, storage, limits)
-        else if (type === 'application/octet-stream') incoming = await receiveRaw(request, deps)
+          incoming = await receiveMultipart(request, fileStore, limits)
+        else if (type === 'application/octet-stream')
+          incoming = await receiveRaw(request, fileStore, config)
         else
           throw unsupportedMediaType(
             'Send the upload as multipart/form-data or application/octet-stream',
           )
-        let meta: { description: string | null; isPublic: boolean }
-        try {
-          meta = uploadFields(incoming.fields)
-        } catch (error) {
-          storage.discard(incoming.files.map((file) => file.tempPath))
-          throw error
-        }
-        const upload = await uploads.create({
-          id: newId('upl_'),
-          ...meta,
-          owner: ownerOf(principalOf(set)),
-          files: incoming.files,
-        })
+        const upload = await uploads.accept(incoming, ownerOf(principalOf(set)))
         deps.metrics.uploadStored(upload.files)
         set.status = 201
         set.headers.location = `${prefix}/uploads/${upload.id}`
@@ -223,103 +200,8 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     const file = ID_FORMAT.test(id) ? uploads.file(id) : null
     if (file === null) throw notFound('No file with this id')
     requireReader({ isPublic: file.isPublic, owner: file.owner }, principalOf(set))
-    return fileResponse(file, storage.pathOf(file.id), request, headOnly)
+    return fileResponse(file, fileStore.open(file.id), request, headOnly)
   }
-}
-
-/** The raw body as one file: named by Content-Disposition or ?filename=, typed by its name. */
-async function receiveRaw(request: Request, deps: Deps): Promise<IncomingUpload> {
-  const query = new QueryReader(request.url)
-  const fields = new Map<string, string>()
-  for (const name of KNOWN_FIELDS) {
-    const value = query.string(name)
-    if (value !== undefined) fields.set(name, value)
-  }
-  const named =
-    filenameFromDisposition(request.headers.get('content-disposition')) ?? query.string('filename')
-  query.assertValid()
-  const filename = cleanFilename(named)
-  const { maxFileSize, maxUploadSize } = deps.config
-  const received = await deps.uploadStorage.receive(countedBody(request, maxUploadSize), {
-    maxFileSize,
-    budget: { remaining: maxUploadSize },
-  })
-  // Typed by the name's extension (Bun's table), since the body says only octet-stream.
-  const guessed = named === null || named === undefined ? '' : Bun.file(filename).type
-  return {
-    files: [{ ...received, field: 'file', filename, contentType: cleanContentType(guessed) }],
-    fields,
-  }
-}
-
-/** description (at most 1000 characters) and public (true/false in any case, default false). */
-function uploadFields(fields: Map<string, string>): {
-  description: string | null
-  isPublic: boolean
-} {
-  const problems = []
-  for (const name of fields.keys()) {
-    if (!KNOWN_FIELDS.has(name))
-      problems.push(fieldDetail(name, 'is not a known field', fields.get(name)))
-  }
-  const description = fields.get('description') ?? null
-  if (
-    description !== null &&
-    ([...description].length > MAX_DESCRIPTION || !description.isWellFormed())
-  ) {
-    problems.push(
-      fieldDetail('description', `must be at most ${MAX_DESCRIPTION} characters`, description),
-    )
-  }
-  const publicText = fields.get('public')
-  const isPublic = publicText === undefined ? false : publicText.toLowerCase() === 'true'
-  if (publicText !== undefined && !['true', 'false'].includes(publicText.toLowerCase())) {
-    problems.push(fieldDetail('public', 'must be true or false', publicText))
-  }
-  if (problems.length > 0) throw validationFailed(problems)
-  return { description, isPublic }
-}
-
-function ownerOf(principal: Principal | null): Owner {
-  if (principal === null) return { userId: null, keyId: null }
-  return principal.kind === 'user'
-    ? { userId: principal.userId, keyId: null }
-    : { userId: null, keyId: principal.keyId }
-}
-
-function isOwnerOrKey(owner: Owner, principal: Principal | null): boolean {
-  if (principal === null) return false
-  if (principal.kind === 'apiKey') return true
-  return owner.userId !== null && owner.userId === principal.userId
-}
-
-/** Public: anyone. Private: the owner or an API key; nobody else learns that it exists. */
-function requireReader(
-  upload: { isPublic: boolean; owner: Owner },
-  principal: Principal | null,
-): void {
-  if (upload.isPublic || isOwnerOrKey(upload.owner, principal)) return
-  if (principal === null) throw credentialsNeeded()
-  throw notFound('No such upload or file')
-}
-
-function requireDeleter(upload: UploadRecord, principal: Principal | null): void {
-  if (isOwnerOrKey(upload.owner, principal)) return
-  if (principal === null) throw credentialsNeeded()
-  if (upload.isPublic)
-    throw new AppError('FORBIDDEN', 'Only the owner or an API key may delete this upload')
-  throw notFound('No upload with this id')
-}
-
-function credentialsNeeded(): AppError {
-  return new AppError(
-    'UNAUTHORIZED',
-    'This upload is private; send the owner’s credential or an API key',
-    [],
-    {
-      'www-authenticate': challengeFor(ANY_SCHEME),
-    },
-  )
 }
 
 function uploadView(upload: UploadRecord, prefix: string) {
@@ -338,59 +220,4 @@ function uploadView(upload: UploadRecord, prefix: string) {
       url: `${prefix}/files/${file.id}`,
     })),
   }
-}
-
-/**
- * The file (or one range of it) straight from disk. Every download is nosniff and sandboxed by
- * CSP; only passive types (servedInline) are inline, everything else is an attachment.
- */
-function fileResponse(
-  file: StoredFile,
-  path: string,
-  request: Request,
-  headOnly: boolean,
-): Response {
-  const etag = `"${file.sha256}"`
-  const headers: Record<string, string> = {
-    'content-type': file.contentType,
-    etag,
-    'accept-ranges': 'bytes',
-    'x-content-type-options': 'nosniff',
-    'content-security-policy': "default-src 'none'; sandbox",
-    'content-disposition': contentDisposition(
-      servedInline(file.contentType) ? 'inline' : 'attachment',
-      file.filename,
-    ),
-    'cache-control': file.isPublic ? 'public, no-cache' : 'private, no-cache',
-  }
-  if (!noneMatch(request.headers.get('if-none-match'), etag)) {
-    return new Response(null, { status: 304, headers })
-  }
-  const ifRange = request.headers.get('if-range')
-  const rangeHeader = request.headers.get('range')
-  const range = chooseRange(rangeHeader, file.size, ifRange === null || ifRange === etag)
-  const body = Bun.file(path)
-  if (range.kind === 'unsatisfiable') {
-    return new Response(null, {
-      status: 416,
-      headers: { ...headers, 'content-range': `bytes */${file.size}` },
-    })
-  }
-  if (range.kind === 'partial') {
-    const length = range.end - range.start + 1
-    headers['content-range'] = `bytes ${range.start}-${range.end}/${file.size}`
-    headers['content-length'] = String(length)
-    return new Response(headOnly ? null : body.slice(range.start, range.end + 1), {
-      status: 206,
-      headers,
-    })
-  }
-  headers['content-length'] = String(file.size)
-  if (headOnly) return new Response(null, { status: 200, headers })
-  // Bun applies a Range header itself to a file body answered 200 (its parser accepts what
-  // RFC 9110 does not, such as `bytes = 0-5`). A range roster declined is declined: the file
-  // then goes out as a plain stream, which Bun leaves alone. Without a Range header it goes
-  // out as the file (sendfile).
-  const whole = rangeHeader === null ? body : body.stream().pipeThrough(new TransformStream())
-  return new Response(whole, { status: 200, headers })
 }

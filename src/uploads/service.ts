@@ -1,6 +1,8 @@
 import type { Store } from '../db/client'
-import type { IncomingFile } from './multipart'
-import type { UploadStorage } from './storage'
+import type { FileStore } from '../storage/file-store'
+import { uploadFields } from './fields'
+import type { IncomingFile, IncomingUpload } from './multipart'
+import { newId } from './names'
 
 export interface Owner {
   userId: number | null
@@ -58,7 +60,7 @@ export type UploadService = ReturnType<typeof createUploadService>
  * ever points at a missing file, and a file whose row did not commit (a crash in between) is
  * deleted by the sweep at start.
  */
-export function createUploadService(store: Store, storage: UploadStorage, now: () => Date) {
+export function createUploadService(store: Store, files: FileStore, now: () => Date) {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const insertUpload = sqlite.query(
@@ -97,7 +99,22 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
     files: files.map(toFile),
   })
 
-  return {
+  const service = {
+    /**
+     * Takes a received upload: checks its text fields, then registers it and places its files,
+     * or (any failure) discards them: nothing of a refused upload is kept.
+     */
+    async accept(incoming: IncomingUpload, owner: Owner): Promise<UploadRecord> {
+      let meta: ReturnType<typeof uploadFields>
+      try {
+        meta = uploadFields(incoming.fields)
+      } catch (error) {
+        files.discard(incoming.files.map((file) => file.fileId))
+        throw error
+      }
+      return await service.create({ id: newId('upl_'), ...meta, owner, files: incoming.files })
+    },
+
     /**
      * Registers an upload and places its files; settles once the rows are durable. On any
      * failure, the savepoint's or the group commit's, deletes the files and registers nothing.
@@ -132,10 +149,10 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
               position,
             )
           })
-          storage.place(input.files)
+          files.place(input.files.map((file) => file.fileId))
         })
       } catch (error) {
-        storage.discard(input.files.flatMap((file) => [file.tempPath, storage.pathOf(file.fileId)]))
+        files.discard(input.files.map((file) => file.fileId))
         throw error
       }
       const row = uploadById.get(input.id) as UploadRow
@@ -163,9 +180,9 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
      * failed unlink or a crash in between is swept at start).
      */
     async remove(id: string): Promise<boolean> {
-      const files = filesOf.all(id)
+      const stored = filesOf.all(id)
       const removed = await writes.run(() => deleteUpload.run(id).changes > 0)
-      if (removed) storage.discard(files.map((file) => storage.pathOf(file.id)))
+      if (removed) files.discard(stored.map((file) => file.id))
       return removed
     },
 
@@ -180,9 +197,10 @@ export function createUploadService(store: Store, storage: UploadStorage, now: (
 
     /** Start-up clean-up of what a crash can leave behind. */
     sweep(): number {
-      return storage.sweep((fileId) => fileExists.get(fileId) !== null)
+      return files.sweep((fileId) => fileExists.get(fileId) !== null)
     },
   }
+  return service
 }
 
 function toFile(row: FileRow): FileRecord {

@@ -5,7 +5,7 @@ import { testConfig } from '../../src/config'
 import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
-import { UploadStorage } from '../../src/uploads/storage'
+import { LocalDiskStore } from '../../src/storage/local-disk'
 import { makeTestApp, tempDir } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { cutShort } from '../helpers/wire'
@@ -75,7 +75,7 @@ describe('a full disk', () => {
 
   test('when a write fails with ENOSPC: 507, and the partial file is deleted', async () => {
     using dir = tempDir()
-    const storage = new UploadStorage(dir.path)
+    const storage = new LocalDiskStore(dir.path)
     async function* diskFillsUp() {
       yield new Uint8Array(1000)
       throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })

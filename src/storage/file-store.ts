@@ -1,0 +1,80 @@
+import { AppError } from '../errors/errors'
+
+/** Bytes still allowed for the whole request (shared by every file in it). */
+export interface Budget {
+  remaining: number
+}
+
+export interface ReceiveLimits {
+  /** Largest size of this file. */
+  maxFileSize: number
+  /** The request's budget, decreased as bytes arrive. */
+  budget: Budget
+}
+
+/** A file received in full: pending until it is placed, and gone if it is discarded. */
+export interface ReceivedFile {
+  fileId: string
+  size: number
+  sha256: string
+}
+
+/**
+ * Where uploaded files live, behind one type (as PocketBase's tools/filesystem puts local disk
+ * and S3): local disk today, object storage next. A file is received as pending (counted and
+ * hashed while it streams), placed when its rows commit, or discarded; it is read back as a
+ * Blob, whose `slice` serves Range requests the same way for every store. No module outside a
+ * store knows where its files are.
+ */
+export interface FileStore {
+  /** What the startup line says (never a secret). */
+  readonly description: string
+  /**
+   * Streams bytes into a new pending file, counting and hashing them. Over a limit: 413. Full:
+   * 507. Failing: 503. On any failure nothing is left behind.
+   */
+  receive(source: AsyncIterable<Uint8Array>, limits: ReceiveLimits): Promise<ReceivedFile>
+  /**
+   * Makes received files readable under their ids, durably. Runs inside the transaction that
+   * registers them, so it must not wait on anything but the store itself.
+   */
+  place(fileIds: readonly string[]): void
+  /** Deletes files, pending or placed; missing ones are fine; best effort (see sweep). */
+  discard(fileIds: readonly string[]): void
+  /** A placed file's bytes. */
+  open(fileId: string): Blob
+  /** Whether a placed file is there (pending ones are not). */
+  exists(fileId: string): Promise<boolean>
+  /** Throws when the store cannot take new files (for /health). */
+  check(): void
+  /**
+   * After a crash: deletes every pending file, and every placed one `isKnown` disowns (placed,
+   * but its transaction did not commit). Returns how many went.
+   */
+  sweep(isKnown: (fileId: string) => boolean): number
+}
+
+/**
+ * Full storage becomes 507; any other failure of the storage (missing or unwritable, a
+ * read-only or failing disk, an unreachable service) is 503, as the error table says; our own
+ * errors pass through; anything else is left as it is.
+ */
+export function storageError(error: unknown): unknown {
+  if (error instanceof AppError) return error
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new AppError(
+      'INSUFFICIENT_STORAGE',
+      'The disk is full; nothing from this upload was kept',
+    )
+  }
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
+    return new AppError(
+      'SERVICE_UNAVAILABLE',
+      'The upload storage is failing; nothing from this upload was kept. Retry later',
+      [],
+      { 'retry-after': '5' },
+    )
+  }
+  return error
+}

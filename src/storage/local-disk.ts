@@ -1,0 +1,135 @@
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
+import { open } from 'node:fs/promises'
+import { join } from 'node:path'
+import { payloadTooLarge } from '../errors/errors'
+import { newId } from '../uploads/names'
+import { type FileStore, type ReceivedFile, type ReceiveLimits, storageError } from './file-store'
+
+const INCOMING = '.incoming'
+
+/**
+ * Files on local disk: `<dir>/<file id>` once placed, `<dir>/.incoming/<file id>` while they
+ * stream in. A file is placed by a rename (atomic on one filesystem) and an fsync of the
+ * directory, so a reader never sees a half-written file and a placed one survives a crash.
+ */
+export class LocalDiskStore implements FileStore {
+  readonly description: string
+  private readonly incoming: string
+
+  constructor(private readonly dir: string) {
+    this.description = `disk ${dir}`
+    this.incoming = join(dir, INCOMING)
+    mkdirSync(this.incoming, { recursive: true })
+  }
+
+  async receive(source: AsyncIterable<Uint8Array>, limits: ReceiveLimits): Promise<ReceivedFile> {
+    const fileId = newId('fil_')
+    const pending = join(this.incoming, fileId)
+    const hasher = new Bun.CryptoHasher('sha256')
+    const handle = await open(pending, 'wx', 0o640).catch((error: unknown) => {
+      throw storageError(error)
+    })
+    let size = 0
+    try {
+      for await (const chunk of source) {
+        size += chunk.byteLength
+        limits.budget.remaining -= chunk.byteLength
+        if (size > limits.maxFileSize) {
+          throw payloadTooLarge(`A file is over the ${limits.maxFileSize}-byte limit`)
+        }
+        if (limits.budget.remaining < 0) throw payloadTooLarge('The upload is over its size limit')
+        hasher.update(chunk)
+        await writeAll(handle, chunk)
+      }
+      await handle.sync()
+      await handle.close()
+      return { fileId, size, sha256: hasher.digest('hex') }
+    } catch (error) {
+      await handle.close().catch(() => {})
+      rmSync(pending, { force: true })
+      throw storageError(error)
+    }
+  }
+
+  place(fileIds: readonly string[]): void {
+    try {
+      for (const id of fileIds) renameSync(join(this.incoming, id), join(this.dir, id))
+      syncDirectory(this.dir)
+    } catch (error) {
+      throw storageError(error)
+    }
+  }
+
+  discard(fileIds: readonly string[]): void {
+    for (const id of fileIds) {
+      for (const path of [join(this.incoming, id), join(this.dir, id)]) {
+        try {
+          rmSync(path, { force: true })
+        } catch {
+          // Left for the start-up sweep.
+        }
+      }
+    }
+  }
+
+  open(fileId: string): Blob {
+    return Bun.file(join(this.dir, fileId))
+  }
+
+  exists(fileId: string): Promise<boolean> {
+    return Bun.file(join(this.dir, fileId)).exists()
+  }
+
+  check(): void {
+    // Files stream into .incoming first: it must be there, a directory, and writable (root
+    // passes access() on a plain file, hence the stat).
+    if (!statSync(this.incoming).isDirectory())
+      throw new Error(`${this.incoming} is not a directory`)
+    accessSync(this.incoming, constants.W_OK)
+  }
+
+  sweep(isKnown: (fileId: string) => boolean): number {
+    let removed = 0
+    for (const name of readdirSync(this.incoming)) {
+      rmSync(join(this.incoming, name), { force: true, recursive: true })
+      removed += 1
+    }
+    for (const name of readdirSync(this.dir)) {
+      if (name === INCOMING || isKnown(name)) continue
+      rmSync(join(this.dir, name), { force: true, recursive: true })
+      removed += 1
+    }
+    return removed
+  }
+}
+
+async function writeAll(
+  handle: Awaited<ReturnType<typeof open>>,
+  chunk: Uint8Array,
+): Promise<void> {
+  let offset = 0
+  while (offset < chunk.byteLength) {
+    const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset)
+    offset += bytesWritten
+  }
+}
+
+function syncDirectory(path: string): void {
+  const fd = openSync(path, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
