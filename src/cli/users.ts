@@ -7,7 +7,7 @@ import { type Deps, makeDeps } from '../deps'
 import { AppError } from '../errors/errors'
 import { createLogger } from '../log'
 import { CreateUserBody } from '../users/schema'
-import { toView } from '../users/service'
+import { toView } from '../users/records'
 import {
   exportLines,
   type ImportRow,

@@ -27,6 +27,7 @@ import { publicBaseUrl } from '../http/request-context'
 import { idempotencyKeyOf, type StoredAnswer } from '../idempotency/store'
 import { readCursor, writeCursor } from './cursor'
 import { etagOf, versionsFromIfMatch } from './etag'
+import { toView, type WriteGuard } from './records'
 import {
   CreateUserBody,
   DeletedUser,
@@ -37,7 +38,7 @@ import {
   UserPageV2,
   UserView,
 } from './schema'
-import { type SearchResult, toView, type WriteGuard } from './service'
+import type { SearchResult } from './search'
 
 export type ApiVersion = 1 | 2
 

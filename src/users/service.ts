@@ -1,4 +1,3 @@
-import { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Store } from '../db/client'
@@ -6,56 +5,20 @@ import type { PageRequest } from '../db/page'
 import { users } from '../db/schema'
 import { fieldDetail } from '../errors/details'
 import { conflict, notFound, preconditionFailed, validationFailed } from '../errors/errors'
-import type { Cursor } from './cursor'
+import { createUserTransfer } from './bulk'
+import {
+  emailKey,
+  type NewUser,
+  RECORD_COLUMNS,
+  type UserChanges,
+  type UserRecord,
+  VIEW_COLUMNS,
+  type WriteGuard,
+} from './records'
 import type { User } from './schema'
-
-/** A user as stored: the public view plus the version its ETag is made from. */
-export interface UserRecord extends User {
-  version: number
-}
-
-export interface NewUser {
-  name: string
-  email: string
-  passwordHash: string | null
-}
-
-export interface UserChanges {
-  name?: string
-  email?: string
-  /** A new argon2id hash; undefined leaves the password as it is. */
-  passwordHash?: string
-}
-
-export interface WriteGuard {
-  /** The versions the caller accepts (from If-Match); null when any will do. */
-  versions: readonly number[] | null
-  /** Read-only fields echoed back in a PUT body; each must match the record. */
-  echo?: { id?: number; created_at?: string; updated_at?: string }
-}
-
-export interface UserFilters {
-  /** Exact email, compared without regard to case. */
-  email?: string
-  /** Substring of name or email (ASCII letters compared without regard to case). */
-  q?: string
-}
+import { FilteredQueries, type SearchRequest, type SearchResult } from './search'
 
 export type Clock = () => Date
-
-/** The view of a record that responses carry (no version, no hash). */
-export function toView(user: UserRecord): User {
-  return {
-    id: user.id,
-    name: user.name,
-    email: user.email,
-    created_at: user.created_at,
-    updated_at: user.updated_at,
-  }
-}
-
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
-const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
 
 // The same columns for drizzle's RETURNING on writes.
 const recordColumns = {
@@ -68,21 +31,6 @@ const recordColumns = {
 }
 
 export type UserService = ReturnType<typeof createUserService>
-
-const EXPORT_SQL =
-  'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
-
-/** A user as `roster users export` writes it. */
-export interface ExportedUser {
-  id: number
-  name: string
-  email: string
-  created_at: string
-  updated_at: string
-  password_hash: string | null
-}
-
-const ROLLBACK = Symbol('rollback')
 
 /**
  * Users over the database. Every per-request query is prepared once here. Reads use the reader
@@ -158,14 +106,6 @@ export function createUserService(
     .delete(users)
     .where(eq(users.id, sql.placeholder('id')))
     .prepare()
-  const takenKeys = sqlite.query<{ email_key: string }, [string]>(
-    'SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?))',
-  )
-  const insertPlain = writer.query(
-    `INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?5)`,
-  )
-  const exportRows = sqlite.query<ExportedUser, []>(EXPORT_SQL)
   const filtered = new FilteredQueries(sqlite)
   const readSearch = sqlite.transaction((request: SearchRequest) => filtered.search(request))
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
@@ -270,75 +210,7 @@ export function createUserService(
       return readSearch(request)
     },
 
-    /** Which of these emails users already have, as email keys (one query for all). */
-    emailsTaken(emails: readonly string[]): Set<string> {
-      if (emails.length === 0) return new Set()
-      const keys = JSON.stringify(emails.map(emailKey))
-      return new Set(takenKeys.all(keys).map((row) => row.email_key))
-    },
-
-    /**
-     * Every user, for an export over HTTP: read on a connection of its own, inside one read
-     * transaction, so the export is one consistent snapshot and requests that run while it
-     * streams neither wait for it nor see its snapshot. Closed when the generator ends or is
-     * abandoned (`return()`, a client that went away).
-     */
-    *exportSnapshot(): Generator<ExportedUser> {
-      const snapshot = new Database(store.reader.filename, { readonly: true, strict: true })
-      try {
-        snapshot.run('PRAGMA busy_timeout = 5000')
-        snapshot.run('BEGIN')
-        yield* snapshot.query<ExportedUser, []>(EXPORT_SQL).iterate()
-        snapshot.run('COMMIT')
-      } finally {
-        snapshot.close()
-      }
-    },
-
-    /**
-     * Every user in id order, password hash included, from one snapshot: the read transaction
-     * stays open until the iteration ends (for export; writers are not held up in WAL mode).
-     */
-    *exportAll(): Generator<ExportedUser> {
-      sqlite.run('BEGIN')
-      try {
-        yield* exportRows.iterate()
-      } finally {
-        sqlite.run('COMMIT')
-      }
-    },
-
-    /**
-     * Inserts many users in one transaction of their own (one fsync; for the CLI's import,
-     * not the request path). A row whose email is taken is
-     * reported by index; with `allOrNothing`, any such row rolls the whole batch back.
-     */
-    insertMany(
-      rows: readonly { name: string; email: string; passwordHash: string | null }[],
-      options: { allOrNothing: boolean },
-    ): { inserted: number; conflicts: number[] } {
-      const conflicts: number[] = []
-      let inserted = 0
-      const at = now().toISOString()
-      try {
-        transaction(() => {
-          rows.forEach((row, index) => {
-            try {
-              insertPlain.run(row.name.trim(), row.email, emailKey(row.email), row.passwordHash, at)
-              inserted += 1
-            } catch (error) {
-              if ((error as { code?: string }).code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error
-              conflicts.push(index)
-            }
-          })
-          if (options.allOrNothing && conflicts.length > 0) throw ROLLBACK
-        })
-      } catch (error) {
-        if (error !== ROLLBACK) throw error
-        inserted = 0
-      }
-      return { inserted, conflicts }
-    },
+    ...createUserTransfer(store, now),
 
     /** id and password hash by email, compared without regard to case (for sign-in). */
     byEmail(email: string): { id: number; passwordHash: string | null } | null {
@@ -360,11 +232,6 @@ export function createUserService(
   }
 }
 
-/** The key email uniqueness is decided on: JavaScript lower-casing folds all of Unicode. */
-export function emailKey(email: string): string {
-  return email.toLowerCase()
-}
-
 function uniqueEmail<T>(email: string | undefined, write: () => T): T {
   try {
     return write()
@@ -376,114 +243,4 @@ function uniqueEmail<T>(email: string | undefined, write: () => T): T {
     }
     throw error
   }
-}
-
-export interface SearchRequest {
-  limit: number
-  /** Ignored when a cursor is given. */
-  offset: number
-  cursor?: Cursor
-  filters: UserFilters
-}
-
-export interface SearchResult {
-  data: User[]
-  total: number
-  /** The page's offset; null for a page chosen by cursor, whose position is not counted. */
-  offset: number | null
-  /** The cursor of the next page, or null on the last page. */
-  next: Cursor | null
-  /** How to reach the previous page: a cursor, an offset, or null on the first page. */
-  prev: Cursor | { offset: number } | null
-}
-
-/**
- * The v2 list's statements, one per combination of filters and direction, prepared on first
- * use and kept. A keyset page reads from the primary key in its direction and never counts the
- * rows before it, so a deep page costs what the first one does; whether a page exists beyond
- * it on the other side is a one-row probe.
- */
-class FilteredQueries {
-  private readonly statements = new Map<string, Statement>()
-
-  constructor(private readonly sqlite: Database) {}
-
-  search(request: SearchRequest): SearchResult {
-    const { filters, limit, cursor } = request
-    const where = whereClause(filters)
-    const params = filterParams(filters)
-    const total =
-      this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where.where}`, params)[0]?.n ?? 0
-    if (cursor === undefined) {
-      const rows = this.all<User>(
-        `SELECT ${VIEW_COLUMNS} FROM users${where.where} ORDER BY id LIMIT $limit OFFSET $offset`,
-        { ...params, limit: limit + 1, offset: request.offset },
-      )
-      const data = rows.slice(0, limit)
-      const last = data.at(-1)
-      const prev = request.offset > 0 ? { offset: Math.max(0, request.offset - limit) } : null
-      const next = rows.length > limit && last ? { direction: 'after' as const, id: last.id } : null
-      return { data, total, offset: request.offset, next, prev }
-    }
-    const forward = cursor.direction === 'after'
-    const rows = this.all<User>(
-      forward
-        ? `SELECT ${VIEW_COLUMNS} FROM users WHERE id > $at${where.and} ORDER BY id LIMIT $limit`
-        : `SELECT ${VIEW_COLUMNS} FROM users WHERE id < $at${where.and} ORDER BY id DESC LIMIT $limit`,
-      { ...params, at: cursor.id, limit: limit + 1 },
-    )
-    const more = rows.length > limit
-    const data = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse()
-    const first = data[0]?.id ?? (forward ? cursor.id + 1 : cursor.id)
-    const last = data.at(-1)?.id ?? (forward ? cursor.id : cursor.id - 1)
-    const hasBefore = forward ? this.exists(where, params, 'id < $at', first) : more
-    const hasAfter = forward ? more : this.exists(where, params, 'id > $at', last)
-    return {
-      data,
-      total,
-      offset: null,
-      next: hasAfter ? { direction: 'after', id: last } : null,
-      prev: hasBefore ? { direction: 'before', id: first } : null,
-    }
-  }
-
-  private exists(
-    where: { and: string },
-    params: Record<string, string>,
-    condition: string,
-    at: number,
-  ): boolean {
-    const sql = `SELECT 1 AS found FROM users WHERE ${condition}${where.and} LIMIT 1`
-    return this.all(sql, { ...params, at }).length > 0
-  }
-
-  private all<T>(text: string, params: Record<string, string | number>): T[] {
-    let statement = this.statements.get(text)
-    if (statement === undefined) {
-      statement = this.sqlite.query(text)
-      this.statements.set(text, statement)
-    }
-    return statement.all(params as never) as T[]
-  }
-}
-
-type Statement = ReturnType<Database['query']>
-
-function whereClause(filters: UserFilters): { where: string; and: string } {
-  const conditions: string[] = []
-  if (filters.email !== undefined) conditions.push('email_key = $emailKey')
-  if (filters.q !== undefined) {
-    conditions.push("(name LIKE $pattern ESCAPE '\\' OR email LIKE $pattern ESCAPE '\\')")
-  }
-  const joined = conditions.join(' AND ')
-  return joined === ''
-    ? { where: '', and: '' }
-    : { where: ` WHERE ${joined}`, and: ` AND ${joined}` }
-}
-
-function filterParams(filters: UserFilters): Record<string, string> {
-  const values: Record<string, string> = {}
-  if (filters.email !== undefined) values.emailKey = emailKey(filters.email)
-  if (filters.q !== undefined) values.pattern = `%${filters.q.replace(/[\\%_]/g, '\\$&')}%`
-  return values
 }

@@ -1,8 +1,9 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { receivedText } from '../errors/details'
 import { CsvParser, csvField, unguardFormula } from './csv'
+import { type ExportedUser, emailKey } from './records'
 import { CreateUserBody, registerEmailFormat } from './schema'
-import { type ExportedUser, emailKey, type UserService } from './service'
+import type { UserService } from './service'
 
 export type TransferFormat = 'jsonl' | 'csv'
 

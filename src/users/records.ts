@@ -1,0 +1,65 @@
+import type { User } from './schema'
+
+/** A user as stored: the public view plus the version its ETag is made from. */
+export interface UserRecord extends User {
+  version: number
+}
+
+export interface NewUser {
+  name: string
+  email: string
+  passwordHash: string | null
+}
+
+export interface UserChanges {
+  name?: string
+  email?: string
+  /** A new argon2id hash; undefined leaves the password as it is. */
+  passwordHash?: string
+}
+
+export interface WriteGuard {
+  /** The versions the caller accepts (from If-Match); null when any will do. */
+  versions: readonly number[] | null
+  /** Read-only fields echoed back in a PUT body; each must match the record. */
+  echo?: { id?: number; created_at?: string; updated_at?: string }
+}
+
+export interface UserFilters {
+  /** Exact email, compared without regard to case. */
+  email?: string
+  /** Substring of name or email (ASCII letters compared without regard to case). */
+  q?: string
+}
+
+/** The view of a record that responses carry (no version, no hash). */
+export function toView(user: UserRecord): User {
+  return {
+    id: user.id,
+    name: user.name,
+    email: user.email,
+    created_at: user.created_at,
+    updated_at: user.updated_at,
+  }
+}
+
+export const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
+export const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
+
+export const EXPORT_SQL =
+  'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
+
+/** A user as `roster users export` writes it. */
+export interface ExportedUser {
+  id: number
+  name: string
+  email: string
+  created_at: string
+  updated_at: string
+  password_hash: string | null
+}
+
+/** The key email uniqueness is decided on: JavaScript lower-casing folds all of Unicode. */
+export function emailKey(email: string): string {
+  return email.toLowerCase()
+}
