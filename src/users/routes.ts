@@ -1,44 +1,42 @@
-import { type Context, type DocumentDecoration, Elysia } from 'elysia'
+import { type Context, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
 import { authPlugin } from '../auth/plugin'
-import { ANY_CREDENTIAL_SECURITY, ANY_SCHEME, principalKey, principalOf } from '../auth/principal'
+import { principalKey, principalOf } from '../auth/principal'
 import { parseRowId } from '../db/row-id'
 import type { Deps } from '../deps'
-import { AppError, notFound } from '../errors/errors'
+import { notFound } from '../errors/errors'
 import { noneMatch } from '../http/conditional'
 import { jsonBody } from '../http/json-body'
-import { jsonResponse } from '../http/json-response'
 import {
   documented,
   errorResponses,
-  type HeaderParameter,
   headerParameters,
   OFFSET_PAGE_PARAMETERS,
 } from '../http/openapi-schemas'
-import {
-  type LinkTargets,
-  lastOffset,
-  linkHeader,
-  offsetPageAnswer,
-  readPage,
-} from '../http/pagination'
-import { QueryReader } from '../http/query'
-import { publicBaseUrl } from '../http/request-context'
-import { idempotencyKeyOf, type StoredAnswer } from '../idempotency/store'
-import { readCursor, writeCursor } from './cursor'
+import { offsetPageAnswer } from '../http/pagination'
+import { idempotencyKeyOf } from '../idempotency/store'
+import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
+import { answerWith, replay } from './idempotent-answers'
 import { toView, type WriteGuard } from './records'
+import {
+  IDEMPOTENCY_KEY,
+  IF_MATCH,
+  IF_NONE_MATCH,
+  tags,
+  V2_PARAMETERS,
+  WRITE_RESPONSES,
+} from './route-docs'
 import {
   CreateUserBody,
   DeletedUser,
-  MAX_EMAIL_LENGTH,
   PatchUserBody,
   ReplaceUserBody,
   UserPage,
   UserPageV2,
   UserView,
 } from './schema'
-import type { SearchResult } from './search'
+import { v2Page } from './v2-list'
 
 export type ApiVersion = 1 | 2
 
@@ -47,68 +45,6 @@ export function parseUserId(text: string): number {
   const id = parseRowId(text)
   if (id === null) throw notFound('No user with this id')
   return id
-}
-
-type Parameters = NonNullable<DocumentDecoration['parameters']>
-
-const IDEMPOTENCY_KEY: HeaderParameter = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  required: false,
-  schema: { type: 'string', minLength: 1, maxLength: 255 },
-  description:
-    'Makes the create safe to retry: the same key with the same body replays the first answer for 24 h.',
-}
-const IF_MATCH: HeaderParameter = {
-  name: 'If-Match',
-  in: 'header',
-  required: false,
-  schema: { type: 'string' },
-  description: 'The ETag you read; if the record changed since, the answer is 412.',
-}
-const IF_NONE_MATCH: HeaderParameter = {
-  name: 'If-None-Match',
-  in: 'header',
-  required: false,
-  schema: { type: 'string' },
-  description: 'An ETag you hold; while it is current the answer is 304 with no body.',
-}
-
-const V2_PARAMETERS: Parameters = [
-  ...OFFSET_PAGE_PARAMETERS,
-  {
-    name: 'cursor',
-    in: 'query',
-    schema: { type: 'string' },
-    description: 'next_cursor of the previous page; do not combine with offset',
-  },
-  {
-    name: 'email',
-    in: 'query',
-    schema: { type: 'string' },
-    description: 'exact email, compared without regard to case',
-  },
-  {
-    name: 'q',
-    in: 'query',
-    schema: { type: 'string', maxLength: 200 },
-    description: 'substring of name or email',
-  },
-]
-
-const tags = ['users']
-
-const WRITE_RESPONSES = {
-  200: UserView,
-  ...errorResponses(
-    'BAD_REQUEST',
-    'NOT_FOUND',
-    'CONFLICT',
-    'PRECONDITION_FAILED',
-    'PAYLOAD_TOO_LARGE',
-    'UNSUPPORTED_MEDIA_TYPE',
-    'VALIDATION_ERROR',
-  ),
 }
 
 /**
@@ -161,39 +97,8 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         )
       : app.get(
           '/users',
-          ({ request, set }) => {
-            const query = new QueryReader(request.url)
-            const page = readPage(query)
-            const cursorText = query.string('cursor')
-            const cursor = cursorText === undefined ? undefined : readCursor(cursorText, query)
-            if (cursorText !== undefined && query.has('offset')) {
-              query.reject('offset', 'cannot be combined with cursor', query.string('offset'))
-            }
-            const filters = {
-              email: query.string('email', { maxLength: MAX_EMAIL_LENGTH }),
-              q: query.string('q', { maxLength: 200 }),
-            }
-            query.assertValid()
-            const result = users.search({ ...page, cursor, filters })
-            const nextCursor = result.next === null ? null : writeCursor(result.next)
-            set.headers['x-total-count'] = String(result.total)
-            set.headers.link = linkHeader({
-              base: publicBaseUrl(request, config.publicUrl),
-              path: listPath,
-              limit: page.limit,
-              keep: filters,
-              targets: v2Targets(page.limit, result, nextCursor),
-            })
-            return {
-              data: result.data,
-              pagination: {
-                limit: page.limit,
-                offset: result.offset,
-                total: result.total,
-                next_cursor: nextCursor,
-              },
-            }
-          },
+          ({ request, set }) =>
+            v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
           {
             ...access.read,
             detail: {
@@ -356,54 +261,4 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         },
       },
     )
-}
-
-/** Links for a v2 page: offsets where the position is known, cursors where it is not. */
-function v2Targets(limit: number, result: SearchResult, nextCursor: string | null): LinkTargets {
-  const { prev } = result
-  return {
-    first: { offset: 0 },
-    prev: prev === null ? undefined : 'offset' in prev ? prev : { cursor: writeCursor(prev) },
-    next: nextCursor === null ? undefined : { cursor: nextCursor },
-    last: { offset: lastOffset(result.total, limit) },
-  }
-}
-
-/**
- * The --users-access rule. `open`: no credential is asked for. `protected`: reads need any
- * valid credential; creating a user needs an API key; changing or deleting one needs an API
- * key or that user's own credential (403 otherwise).
- */
-function usersAccess(mode: 'open' | 'protected') {
-  const isProtected = mode === 'protected'
-  const guard = isProtected ? { auth: { schemes: ANY_SCHEME } } : {}
-  const docs = isProtected ? { security: ANY_CREDENTIAL_SECURITY } : {}
-  return {
-    read: guard,
-    write: guard,
-    readDocs: docs,
-    writeDocs: docs,
-    mayWrite(set: object, targetId?: number): void {
-      if (!isProtected) return
-      const principal = principalOf(set)
-      if (principal?.kind === 'apiKey') return
-      if (principal?.kind === 'user' && principal.userId === targetId) return
-      throw new AppError(
-        'FORBIDDEN',
-        targetId === undefined
-          ? 'Creating users needs an API key'
-          : 'Only the user itself or an API key may change this record',
-      )
-    },
-  }
-}
-
-/** A stored answer as a Response: the first answer to a key, and every replay of it. */
-function answerWith(answer: StoredAnswer, extra: Record<string, string> = {}): Response {
-  const headers = answer.location === null ? extra : { ...extra, location: answer.location }
-  return jsonResponse(answer.body, answer.status, headers)
-}
-
-function replay(answer: StoredAnswer): Response {
-  return answerWith(answer, { 'idempotent-replayed': 'true' })
 }
