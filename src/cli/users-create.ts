@@ -1,0 +1,71 @@
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { hashPassword } from '../auth/passwords'
+import { ConfigError } from '../config'
+import { AppError } from '../errors/errors'
+import { toView } from '../users/records'
+import { CreateUserBody } from '../users/schema'
+import { configFlags, type FlagSpec, parseFlags, serveFlags } from './args'
+import { withDeps } from './users-common'
+
+export const CREATE_FLAGS: FlagSpec[] = [
+  { flag: 'name', env: [], defaultText: '(required)', help: 'the user’s name' },
+  {
+    flag: 'email',
+    env: [],
+    defaultText: '(required)',
+    help: 'the user’s email (the sign-in identifier)',
+  },
+  {
+    flag: 'password-stdin',
+    env: [],
+    defaultText: 'false',
+    help: 'read the password from standard input (one line), so it stays out of the shell history',
+    boolean: true,
+  },
+  ...serveFlags('data-dir'),
+]
+
+const validate = TypeCompiler.Compile(CreateUserBody)
+
+/** `roster users create`: one user, straight into the database. */
+export async function createUser(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  const { flags } = parseFlags('users', args, CREATE_FLAGS)
+  const { name, email, 'password-stdin': fromStdin, ...serverFlags } = configFlags(flags)
+  const password = fromStdin === true ? await readPasswordLine() : undefined
+  const input = { name, email, ...(password === undefined ? {} : { password }) }
+  if (!validate.Check(input)) {
+    const problems = [...validate.Errors(input)].map(
+      (issue) =>
+        `${issue.path.slice(1) || 'input'} ${typeof issue.schema.error === 'string' ? issue.schema.error : issue.message}`,
+    )
+    throw new ConfigError(`invalid user: ${[...new Set(problems)].join('; ')}`)
+  }
+  return await withDeps(serverFlags, env, async (deps) => {
+    const passwordHash = password === undefined ? null : await hashPassword(password)
+    try {
+      const user = await deps.users.create({
+        name: input.name as string,
+        email: input.email as string,
+        passwordHash,
+      })
+      console.log(JSON.stringify(toView(user)))
+      return 0
+    } catch (error) {
+      if (error instanceof AppError) {
+        console.error(`roster: ${error.message}`)
+        return 1
+      }
+      throw error
+    }
+  })
+}
+
+async function readPasswordLine(): Promise<string> {
+  const text = await Bun.stdin.text()
+  const line = text.split(/\r?\n/, 1)[0] ?? ''
+  if (line === '') throw new ConfigError('--password-stdin read no password')
+  return line
+}
