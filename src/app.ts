@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { accountRoutes } from './account/routes'
 import { csrfGuard } from './auth/csrf'
 import { authRoutes } from './auth/routes'
 import { consoleRoutes } from './console/routes'
@@ -69,6 +70,7 @@ export function createApp(
     app.use(healthRoutes(deps, VERSION, prefix))
     app.use(userExportRoutes(deps, prefix))
     app.use(usersRoutes(deps, prefix, version))
+    app.use(accountRoutes(deps, prefix))
     app.use(authRoutes(deps, prefix))
     app.use(uploadRoutes(deps, prefix))
     app.use(webhookRoutes(deps, prefix))
