@@ -1,0 +1,198 @@
+import { useState } from 'preact/hooks'
+import { ApiError, call } from '../api'
+import { Dialog, ErrorNote, Field, useLoad } from '../components'
+import type { User } from './users'
+
+interface Values {
+  name: string
+  email: string
+  password: string
+}
+
+function UserFields(props: { values: Values; onChange: (values: Values) => void; isNew: boolean }) {
+  const { values, onChange } = props
+  return (
+    <>
+      <Field
+        label="Name"
+        name="name"
+        value={values.name}
+        required
+        onInput={(name) => onChange({ ...values, name })}
+      />
+      <Field
+        label="Email"
+        name="email"
+        type="email"
+        value={values.email}
+        required
+        onInput={(email) => onChange({ ...values, email })}
+      />
+      <Field
+        label={props.isNew ? 'Password (optional)' : 'New password (optional)'}
+        name="password"
+        type="password"
+        autoComplete="new-password"
+        value={values.password}
+        hint={props.isNew ? '8 to 128 characters.' : 'Leave empty to keep the current one.'}
+        onInput={(password) => onChange({ ...values, password })}
+      />
+    </>
+  )
+}
+
+/** Creates a user; reports the new id. */
+export function CreateUser(props: { onClose: () => void; onDone: (text: string) => void }) {
+  const [values, setValues] = useState<Values>({ name: '', email: '', password: '' })
+  const [error, setError] = useState<unknown>(null)
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    try {
+      const body: Record<string, string> = { name: values.name, email: values.email }
+      if (values.password !== '') body.password = values.password
+      const created = await call<User>('/users', { method: 'POST', body })
+      props.onDone(`User ${created.body.id} created.`)
+    } catch (reason) {
+      setError(reason)
+    }
+  }
+  return (
+    <Dialog title="New user" onClose={props.onClose}>
+      <form onSubmit={submit}>
+        <UserFields values={values} onChange={setValues} isNew />
+        <ErrorNote error={error} />
+        <div class="actions">
+          <button type="submit" class="primary">
+            Create user
+          </button>
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  )
+}
+
+/** The record as last read, with the ETag that PATCH sends as If-Match. */
+interface Read {
+  user: User
+  etag: string
+}
+
+async function readUser(id: number): Promise<Read> {
+  const answer = await call<User>(`/users/${id}`)
+  return { user: answer.body, etag: answer.headers.get('etag') ?? '' }
+}
+
+/**
+ * Edits a user with If-Match; on 412 shows the saved values beside the person's and lets them
+ * choose.
+ */
+export function EditUser(props: {
+  id: number
+  onClose: () => void
+  onDone: (text: string) => void
+}) {
+  const [read, setRead] = useState<Read | null>(null)
+  const [values, setValues] = useState<Values | null>(null)
+  // Set after a 412: what the record holds now, for the person to choose.
+  const [conflict, setConflict] = useState<Read | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const loaded = useLoad(async () => {
+    const first = await readUser(props.id)
+    setRead(first)
+    setValues({ name: first.user.name, email: first.user.email, password: '' })
+    return first
+  }, [props.id])
+
+  const save = async (etag: string) => {
+    if (values === null) return
+    const body: Record<string, string> = { name: values.name, email: values.email }
+    if (values.password !== '') body.password = values.password
+    try {
+      await call(`/users/${props.id}`, {
+        method: 'PATCH',
+        body,
+        headers: { 'content-type': 'application/merge-patch+json', 'if-match': etag },
+      })
+      props.onDone(`User ${props.id} saved.`)
+    } catch (reason) {
+      if (reason instanceof ApiError && reason.status === 412) {
+        setError(null)
+        setConflict(await readUser(props.id))
+        return
+      }
+      setError(reason)
+    }
+  }
+  const submit = (event: Event) => {
+    event.preventDefault()
+    if (read !== null) void save(read.etag)
+  }
+  const takeTheirs = () => {
+    if (conflict === null) return
+    setRead(conflict)
+    setValues({ name: conflict.user.name, email: conflict.user.email, password: '' })
+    setConflict(null)
+  }
+
+  return (
+    <Dialog title={`Edit user ${props.id}`} onClose={props.onClose}>
+      <ErrorNote error={loaded.error} />
+      {values !== null && conflict === null && (
+        <form onSubmit={submit}>
+          <UserFields values={values} onChange={setValues} isNew={false} />
+          <ErrorNote error={error} />
+          <div class="actions">
+            <button type="submit" class="primary">
+              Save
+            </button>
+            <button type="button" onClick={props.onClose}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      {values !== null && conflict !== null && (
+        <div class="conflict" role="alert">
+          <p>Someone else changed this user while you were editing. Choose which values to keep.</p>
+          <table>
+            <caption>Your changes and the values saved now</caption>
+            <thead>
+              <tr>
+                <th scope="col">Field</th>
+                <th scope="col">Yours</th>
+                <th scope="col">Saved now</th>
+              </tr>
+            </thead>
+            <tbody>
+              <tr>
+                <th scope="row">Name</th>
+                <td>{values.name}</td>
+                <td>{conflict.user.name}</td>
+              </tr>
+              <tr>
+                <th scope="row">Email</th>
+                <td>{values.email}</td>
+                <td>{conflict.user.email}</td>
+              </tr>
+            </tbody>
+          </table>
+          <ErrorNote error={error} />
+          <div class="actions">
+            <button type="button" class="primary" onClick={() => save(conflict.etag)}>
+              Save mine over theirs
+            </button>
+            <button type="button" onClick={takeTheirs}>
+              Edit the saved values
+            </button>
+            <button type="button" onClick={props.onClose}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+    </Dialog>
+  )
+}
