@@ -10,7 +10,7 @@ import { BackupError } from './db/backup'
 import { DatabaseOpenError } from './db/client'
 import { DataDirError, VERSION } from './deps'
 import { ServerStartError } from './server'
-import { ImportFileError } from './users/transfer'
+import { ImportFileError } from './users/import-records'
 
 const HELP = () => `roster ${VERSION}: a users API with credentials, uploads and signed webhooks,
 in one executable.

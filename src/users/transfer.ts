@@ -1,17 +1,15 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { receivedText } from '../errors/details'
-import { CsvParser, csvField, unguardFormula } from './csv'
+import { csvField } from './csv'
+import { IGNORED, IMPORTED, type TransferFormat } from './import-records'
+
+export type { TransferFormat }
+
 import { type ExportedUser, emailKey } from './records'
 import { CreateUserBody, registerEmailFormat } from './schema'
 import type { UserService } from './service'
 
-export type TransferFormat = 'jsonl' | 'csv'
-
 const EXPORT_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at'] as const
-/** Fields an import reads. */
-const IMPORTED = new Set(['name', 'email', 'password', 'password_hash'])
-/** Fields an export writes that an import accepts and drops (imported users get new ones). */
-const IGNORED = new Set(['id', 'created_at', 'updated_at', 'version'])
 
 /** The lines of an export, header first for CSV; each ends with a line break. */
 export function* exportLines(
@@ -31,127 +29,6 @@ export function* exportLines(
     for (const column of columns) line[column] = user[column]
     yield `${JSON.stringify(line)}\n`
   }
-}
-
-/** One row of an import as read, before validation. */
-export type ImportRecord =
-  | { line: number; value: Record<string, unknown> }
-  | { line: number; error: string }
-
-/** The input cannot be imported at all (bad header, unreadable encoding, broken CSV). */
-export class ImportFileError extends Error {}
-
-/**
- * Reads an import's rows from its bytes: JSON Lines (one object per line, blank lines
- * skipped) or CSV with a header row. Each row comes with the line it starts on.
- */
-export async function* readRecords(
-  source: AsyncIterable<Uint8Array>,
-  format: TransferFormat,
-  onBytes: (bytes: number) => void = () => {},
-): AsyncGenerator<ImportRecord> {
-  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
-  const lines = format === 'csv' ? new CsvRows() : new JsonLines()
-  try {
-    for await (const chunk of source) {
-      onBytes(chunk.byteLength)
-      yield* lines.push(decoder.decode(chunk, { stream: true }))
-    }
-    yield* lines.push(decoder.decode())
-    yield* lines.end()
-  } catch (error) {
-    if (error instanceof TypeError) throw new ImportFileError('the file is not valid UTF-8')
-    if (error instanceof ImportFileError) throw error
-    throw new ImportFileError((error as Error).message)
-  }
-}
-
-class JsonLines {
-  private rest = ''
-  private line = 0;
-
-  *push(text: string): Generator<ImportRecord> {
-    const parts = (this.rest + text).split('\n')
-    this.rest = parts.pop() ?? ''
-    for (const part of parts) yield* this.parse(part)
-  }
-
-  *end(): Generator<ImportRecord> {
-    if (this.rest !== '') yield* this.parse(this.rest)
-    this.rest = ''
-  }
-
-  private *parse(text: string): Generator<ImportRecord> {
-    this.line++
-    const trimmed = text.trim()
-    if (trimmed === '') return
-    let value: unknown
-    try {
-      value = JSON.parse(trimmed)
-    } catch {
-      yield { line: this.line, error: 'not valid JSON' }
-      return
-    }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      yield { line: this.line, error: 'not a JSON object' }
-      return
-    }
-    yield { line: this.line, value: value as Record<string, unknown> }
-  }
-}
-
-class CsvRows {
-  private readonly parser = new CsvParser()
-  private header: string[] | null = null;
-
-  *push(text: string): Generator<ImportRecord> {
-    for (const record of this.parser.push(text)) yield* this.toRecord(record)
-  }
-
-  *end(): Generator<ImportRecord> {
-    for (const record of this.parser.end()) yield* this.toRecord(record)
-    if (this.header === null) throw new ImportFileError('the file is empty: CSV needs a header row')
-  }
-
-  private *toRecord(record: { line: number; fields: string[] }): Generator<ImportRecord> {
-    if (this.header === null) {
-      this.header = readHeader(record.fields)
-      return
-    }
-    if (record.fields.length !== this.header.length) {
-      yield {
-        line: record.line,
-        error: `has ${record.fields.length} fields; the header has ${this.header.length}`,
-      }
-      return
-    }
-    const value: Record<string, unknown> = {}
-    this.header.forEach((column, i) => {
-      const field = record.fields[i] as string
-      // An empty cell is an absent value; the formula guard of an export comes off.
-      if (field !== '') value[column] = unguardFormula(field)
-    })
-    yield { line: record.line, value }
-  }
-}
-
-function readHeader(fields: string[]): string[] {
-  const columns = fields.map((field) => field.trim().toLowerCase())
-  const unknown = columns.filter((c) => !IMPORTED.has(c) && !IGNORED.has(c))
-  if (unknown.length > 0) {
-    throw new ImportFileError(
-      `line 1: unknown column ${JSON.stringify(unknown[0])} (roster reads name, email, password, password_hash; id, created_at, updated_at and version are accepted and ignored)`,
-    )
-  }
-  const repeated = columns.find((c, i) => columns.indexOf(c) !== i)
-  if (repeated !== undefined)
-    throw new ImportFileError(`line 1: column "${repeated}" appears twice`)
-  for (const required of ['name', 'email']) {
-    if (!columns.includes(required)) {
-      throw new ImportFileError(`line 1: the header has no "${required}" column`)
-    }
-  }
-  return columns
 }
 
 /** A row that passed validation. */

@@ -1,11 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import {
-  exportLines,
-  ImportFileError,
-  RowValidator,
-  readRecords,
-  type TransferFormat,
-} from '../../src/users/transfer'
+import { ImportFileError, readRecords } from '../../src/users/import-records'
+import { exportLines, RowValidator, type TransferFormat } from '../../src/users/transfer'
 import { makeTestApp } from '../helpers/app'
 
 async function records(text: string, format: TransferFormat, chunk = 5) {
