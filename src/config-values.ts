@@ -1,0 +1,102 @@
+// Parsers for the values of flags and environment variables: each names the flag or variable
+// and what it expected when the text is bad.
+
+/** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
+export class ConfigError extends Error {}
+
+export function invalid(source: string, text: string, expected: string): ConfigError {
+  return new ConfigError(
+    `invalid value for ${source}: ${JSON.stringify(text)} (expected ${expected})`,
+  )
+}
+
+export function parseIntegerIn(text: string, source: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(text)) throw invalid(source, text, `a whole number from ${min} to ${max}`)
+  const value = Number(text)
+  if (value < min || value > max)
+    throw invalid(source, text, `a whole number from ${min} to ${max}`)
+  return value
+}
+
+export function oneOf<const T extends string>(
+  text: string,
+  source: string,
+  allowed: readonly T[],
+): T {
+  const lower = text.toLowerCase()
+  const match = allowed.find((value) => value === lower)
+  if (match === undefined) throw invalid(source, text, allowed.join(' or '))
+  return match
+}
+
+const KIB = 1024
+export const MIB = 1024 * KIB
+export const GIB = 1024 * MIB
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: KIB, mib: MIB, gib: GIB }
+
+/** `1048576`, `512KiB`, `100MiB`, `1GiB` (case-insensitive, an optional space, whole numbers). */
+export function parseSize(text: string, source: string): number {
+  const match = /^([0-9]{1,15}) ?([a-z]*)$/i.exec(text.trim())
+  const unit = SIZE_UNITS[(match?.[2] ?? 'x').toLowerCase()]
+  const value = match === null || unit === undefined ? Number.NaN : Number(match[1]) * unit
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw invalid(source, text, 'a size in bytes, or with KiB, MiB or GiB, such as 100MiB')
+  }
+  return value
+}
+
+/**
+ * Webhook signing secrets come from the environment only: a flag would show them to anyone
+ * who can list processes.
+ */
+export function parseSecrets(text: string | undefined): readonly string[] {
+  return Object.freeze(
+    (text ?? '')
+      .split(',')
+      .map((secret) => secret.trim())
+      .filter((secret) => secret !== ''),
+  )
+}
+
+export function parseRate(text: string, source: string): number | null {
+  if (text.toLowerCase() === 'off') return null
+  const match = /^([0-9]{1,7})\/s$/.exec(text.trim())
+  const rate = match === null ? Number.NaN : Number(match[1])
+  if (!(rate >= 1 && rate <= 1_000_000)) {
+    throw invalid(source, text, 'N/s with N from 1 to 1000000 (for example 50/s), or off')
+  }
+  return rate
+}
+
+export function parseBoolean(text: string, source: string): boolean {
+  const lower = text.toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(lower)) return true
+  if (['0', 'false', 'no', 'off'].includes(lower)) return false
+  throw invalid(source, text, 'true or false')
+}
+
+export function parseOrigins(text: string, source: string): '*' | readonly string[] {
+  const parts = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === '*')) return '*'
+  return Object.freeze(
+    parts.map((part) => {
+      let url: URL
+      try {
+        url = new URL(part)
+      } catch {
+        throw invalid(source, part, 'origins such as https://app.example.com')
+      }
+      if (url.origin === 'null' || url.origin !== part.replace(/\/$/, '')) {
+        throw invalid(
+          source,
+          part,
+          'origins such as https://app.example.com (scheme and host only)',
+        )
+      }
+      return url.origin
+    }),
+  )
+}
