@@ -148,6 +148,35 @@ export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => v
   )
 }
 
+/** A form's buttons: the primary submit, and Cancel. */
+export function SubmitOrCancel(props: { submit: string; onCancel: () => void }) {
+  return (
+    <div class="actions">
+      <button type="submit" class="primary">
+        {props.submit}
+      </button>
+      <button type="button" onClick={props.onCancel}>
+        Cancel
+      </button>
+    </div>
+  )
+}
+
+/** A table's header row: one column heading per name. */
+export function ColumnHeads(props: { names: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.names.map((name) => (
+          <th key={name} scope="col">
+            {name}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  )
+}
+
 /** A labelled text input. */
 export function Field(props: {
   label: string

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks'
 import { call } from '../api'
 import {
+  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
@@ -9,6 +10,7 @@ import {
   Notice,
   type OffsetPage,
   Pager,
+  SubmitOrCancel,
   useLoad,
 } from '../components'
 
@@ -56,16 +58,7 @@ export function KeysPage() {
         <>
           <table>
             <caption>Active API keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Name</th>
-                <th scope="col">Starts with</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads names={['Id', 'Name', 'Starts with', 'Created', 'Last used', 'Actions']} />
             <tbody>
               {data.page.data.map((key) => (
                 <tr key={key.id}>
@@ -183,14 +176,7 @@ function CreateKey(props: { onClose: () => void }) {
       <form onSubmit={submit}>
         <Field label="Name" name="key-name" value={name} required onInput={setName} />
         <ErrorNote error={error} />
-        <div class="actions">
-          <button type="submit" class="primary">
-            Create key
-          </button>
-          <button type="button" onClick={props.onClose}>
-            Cancel
-          </button>
-        </div>
+        <SubmitOrCancel submit="Create key" onCancel={props.onClose} />
       </form>
     </Dialog>
   )

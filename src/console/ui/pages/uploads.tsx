@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
 import {
+  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
@@ -56,17 +57,9 @@ export function UploadsPage() {
         <>
           <table>
             <caption>Uploads, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Description</th>
-                <th scope="col">Files</th>
-                <th scope="col">Size</th>
-                <th scope="col">Visibility</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads
+              names={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
+            />
             <tbody>
               {data.data.map((upload) => (
                 <tr key={upload.id}>
@@ -150,16 +143,7 @@ function UploadDetails(props: { upload: Upload; onClose: () => void }) {
       </dl>
       <table>
         <caption>Files</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Field</th>
-            <th scope="col">Type</th>
-            <th scope="col">Size</th>
-            <th scope="col">SHA-256</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <ColumnHeads names={['Name', 'Field', 'Type', 'Size', 'SHA-256', 'Actions']} />
         <tbody>
           {upload.files.map((file) => (
             <tr key={file.id}>

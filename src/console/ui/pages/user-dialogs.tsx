@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { ApiError, call } from '../api'
-import { Dialog, ErrorNote, Field, useLoad } from '../components'
+import { ColumnHeads, Dialog, ErrorNote, Field, SubmitOrCancel, useLoad } from '../components'
 import type { User } from './users'
 
 interface Values {
@@ -61,14 +61,7 @@ export function CreateUser(props: { onClose: () => void; onDone: (text: string) 
       <form onSubmit={submit}>
         <UserFields values={values} onChange={setValues} isNew />
         <ErrorNote error={error} />
-        <div class="actions">
-          <button type="submit" class="primary">
-            Create user
-          </button>
-          <button type="button" onClick={props.onClose}>
-            Cancel
-          </button>
-        </div>
+        <SubmitOrCancel submit="Create user" onCancel={props.onClose} />
       </form>
     </Dialog>
   )
@@ -144,14 +137,7 @@ export function EditUser(props: {
         <form onSubmit={submit}>
           <UserFields values={values} onChange={setValues} isNew={false} />
           <ErrorNote error={error} />
-          <div class="actions">
-            <button type="submit" class="primary">
-              Save
-            </button>
-            <button type="button" onClick={props.onClose}>
-              Cancel
-            </button>
-          </div>
+          <SubmitOrCancel submit="Save" onCancel={props.onClose} />
         </form>
       )}
       {values !== null && conflict !== null && (
@@ -159,13 +145,7 @@ export function EditUser(props: {
           <p>Someone else changed this user while you were editing. Choose which values to keep.</p>
           <table>
             <caption>Your changes and the values saved now</caption>
-            <thead>
-              <tr>
-                <th scope="col">Field</th>
-                <th scope="col">Yours</th>
-                <th scope="col">Saved now</th>
-              </tr>
-            </thead>
+            <ColumnHeads names={['Field', 'Yours', 'Saved now']} />
             <tbody>
               <tr>
                 <th scope="row">Name</th>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
-import { Confirm, ErrorNote, Field, formatDate, Notice, useLoad } from '../components'
+import { ColumnHeads, Confirm, ErrorNote, Field, formatDate, Notice, useLoad } from '../components'
 import { CreateUser, EditUser } from './user-dialogs'
 
 export interface User {
@@ -109,15 +109,7 @@ export function UsersPage() {
               {data.pagination.total} user{data.pagination.total === 1 ? '' : 's'}
               {search.q !== '' || search.email !== '' ? ' found' : ''}
             </caption>
-            <thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Name</th>
-                <th scope="col">Email</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads names={['Id', 'Name', 'Email', 'Created', 'Actions']} />
             <tbody>
               {data.data.map((user) => (
                 <tr key={user.id}>

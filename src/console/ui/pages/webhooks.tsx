@@ -1,6 +1,14 @@
 import { useState } from 'preact/hooks'
 import { call } from '../api'
-import { ErrorNote, formatDate, Notice, type OffsetPage, Pager, useLoad } from '../components'
+import {
+  ColumnHeads,
+  ErrorNote,
+  formatDate,
+  Notice,
+  type OffsetPage,
+  Pager,
+  useLoad,
+} from '../components'
 
 interface WebhookEvent {
   id: string
@@ -74,17 +82,9 @@ export function WebhooksPage() {
         <>
           <table>
             <caption>Webhook events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event id</th>
-                <th scope="col">Type</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Error</th>
-                <th scope="col">Received</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads
+              names={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
+            />
             <tbody>
               {data.data.map((event) => (
                 <tr key={`${event.scheme}:${event.id}`}>
