@@ -1,9 +1,7 @@
 import { Elysia } from 'elysia'
 import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
-import { loginBody } from '../auth/login-body'
 import { authPlugin, isSecure } from '../auth/plugin'
 import { principalOf } from '../auth/principal'
-import { LoginAnswer, LoginBody, SecureAnswer } from '../auth/schema'
 import { ACCESS_TOKEN_TTL_MS } from '../auth/sessions'
 import type { Deps } from '../deps'
 import { fieldDetail } from '../errors/details'
@@ -12,6 +10,8 @@ import { clientIp } from '../http/client'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { toView } from '../users/records'
 import type { User } from '../users/schema'
+import { loginBody } from './login-body'
+import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
 
 const tags = ['credentials']
 const NO_STORE = 'no-store'

@@ -12,8 +12,8 @@ import {
 } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
+import { newId } from '../db/random-id'
 import { payloadTooLarge } from '../errors/errors'
-import { newId } from '../uploads/names'
 import { type FileStore, type ReceivedFile, type ReceiveLimits, storageError } from './file-store'
 
 const INCOMING = '.incoming'

@@ -1,12 +1,3 @@
-import { randomBytes } from 'node:crypto'
-
-/** `upl_…` / `fil_…`: 16 random bytes, base64url. */
-export function newId(prefix: 'upl_' | 'fil_'): string {
-  return prefix + randomBytes(16).toString('base64url')
-}
-
-export const ID_FORMAT = /^(upl|fil)_[A-Za-z0-9_-]{22}$/
-
 const MAX_FILENAME = 255
 // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
 const CONTROL = /[\x00-\x1f\x7f-\x9f]/g

@@ -5,6 +5,7 @@ import {
   ANY_SCHEME,
   principalOf,
 } from '../auth/principal'
+import { ID_FORMAT } from '../db/random-id'
 import type { Deps } from '../deps'
 import { notFound, unsupportedMediaType } from '../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
@@ -13,7 +14,7 @@ import { ownerOf, requireDeleter, requireReader } from './access'
 import { fileResponse } from './download'
 import { MAX_DESCRIPTION } from './fields'
 import { type IncomingUpload, receiveMultipart } from './multipart'
-import { cleanContentType, ID_FORMAT } from './names'
+import { cleanContentType } from './names'
 import { receiveRaw } from './raw-body'
 import { DeletedUpload, UploadPage, UploadView } from './schema'
 import type { UploadRecord } from './service'

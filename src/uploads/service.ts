@@ -1,8 +1,8 @@
 import type { Store } from '../db/client'
+import { newId } from '../db/random-id'
 import type { FileStore } from '../storage/file-store'
 import { uploadFields } from './fields'
 import type { IncomingFile, IncomingUpload } from './multipart'
-import { newId } from './names'
 
 export interface Owner {
   userId: number | null

@@ -1,7 +1,14 @@
 import { useState } from 'preact/hooks'
 import { ApiError, call } from '../api'
 import { ColumnHeads, Dialog, ErrorNote, Field, SubmitOrCancel, useLoad } from '../components'
-import type { User } from './users'
+
+export interface User {
+  id: number
+  name: string
+  email: string
+  created_at: string
+  updated_at: string
+}
 
 interface Values {
   name: string

@@ -1,15 +1,7 @@
 import { useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
 import { ColumnHeads, Confirm, ErrorNote, Field, formatDate, Notice, useLoad } from '../components'
-import { CreateUser, EditUser } from './user-dialogs'
-
-export interface User {
-  id: number
-  name: string
-  email: string
-  created_at: string
-  updated_at: string
-}
+import { CreateUser, EditUser, type User } from './user-dialogs'
 
 interface UserPage {
   data: User[]

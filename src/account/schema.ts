@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+import { t } from 'elysia'
+import { UserView } from '../users/schema'
+
+const Identifier = t.String({
+  maxLength: 254,
+  error: 'must be an email address of at most 254 characters',
+})
+const Secret = t.String({ maxLength: 1024, error: 'must be at most 1024 characters' })
+
+/**
+ * Sign-in fields. The identifier may be sent as email, username or login, the secret as
+ * password or pass (as the seed interface's clients do). Other fields are ignored: browsers
+ * send submit buttons and the like.
+ */
+export const LoginBody = t.Object(
+  {
+    email: t.Optional(Identifier),
+    username: t.Optional(Identifier),
+    login: t.Optional(Identifier),
+    password: t.Optional(Secret),
+    pass: t.Optional(Secret),
+  },
+  { description: 'The identifier is the user’s email.' },
+)
+
+export const LoginAnswer = t.Object({
+  user: UserView,
+  access_token: t.String(),
+  token_type: t.Literal('Bearer'),
+  expires_in: Type.Integer({ examples: [3600] }),
+})
+
+export const SecureAnswer = t.Object({ authenticated: t.Literal(true), user: UserView })
