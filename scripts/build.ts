@@ -37,14 +37,13 @@ export function gitCommit(): string {
 }
 
 /** Builds one executable; throws with bun's output when the build fails. */
-export async function build(options: {
+export function build(options: {
   target?: string
   outfile: string
   commit?: string
   date?: string
 }) {
   const target = options.target ?? hostTarget()
-  await assertConsoleCurrent()
   const info = {
     commit: options.commit ?? gitCommit(),
     date: options.date ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
@@ -69,8 +68,11 @@ export async function build(options: {
   return info
 }
 
-/** The binary embeds src/console/assets.gen.ts: refuse to build from a stale one. */
-async function assertConsoleCurrent() {
+/**
+ * The binary embeds src/console/assets.gen.ts: refuse to build from a stale one (checked once
+ * per build command, not once per target).
+ */
+export async function assertConsoleCurrent() {
   const fresh = assetsModule(await bundleConsole())
   const committed = await Bun.file(ASSETS_MODULE)
     .text()
@@ -87,6 +89,7 @@ if (import.meta.main) {
     args: Bun.argv.slice(2),
     options: { target: { type: 'string' }, outfile: { type: 'string', default: 'dist/roster' } },
   })
-  const info = await build({ target: values.target, outfile: join(root, values.outfile) })
+  await assertConsoleCurrent()
+  const info = build({ target: values.target, outfile: join(root, values.outfile) })
   console.log(`built ${values.outfile} (${info.target}, commit ${info.commit})`)
 }

@@ -6,7 +6,7 @@ import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pkg from '../package.json'
-import { build, gitCommit } from './build'
+import { assertConsoleCurrent, build, gitCommit } from './build'
 
 const root = join(import.meta.dir, '..')
 export const RELEASE_DIR = join(root, 'dist/release')
@@ -53,13 +53,14 @@ if (import.meta.main) {
   const targets = TARGETS.filter((t) => wanted === undefined || wanted.includes(t.name))
   rmSync(RELEASE_DIR, { recursive: true, force: true })
   mkdirSync(RELEASE_DIR, { recursive: true })
+  await assertConsoleCurrent()
   // One commit and one date for the whole release.
   const commit = gitCommit()
   const date = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
   for (const { name, target } of targets) {
     const started = performance.now()
     const outfile = join(RELEASE_DIR, artifactName(name))
-    await build({ target, outfile, commit, date })
+    build({ target, outfile, commit, date })
     // The source map is for our own debugging, not shipped beside the executable.
     rmSync(`${outfile}.map`, { force: true })
     rmSync(`${outfile.replace(/\.exe$/, '')}.map`, { force: true })

@@ -123,8 +123,7 @@ export function makeDeps(
   const fileStore = new LocalDiskStore(uploadDir)
   const uploads = createUploadService(store, fileStore, now)
   const inbox = createWebhookInbox(store, now)
-  const timers =
-    options.timers ?? (now === systemNow ? systemTimers : { ...systemTimers, now: clock })
+  const timers = options.timers ?? { ...systemTimers, now: clock }
   const worker = new WebhookWorker(inbox, db.$client, writes, builtInHandlers(users), timers, log)
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
   metrics.registry.add(new Gauge('roster_users', 'Users stored.', () => users.count()))

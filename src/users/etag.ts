@@ -19,9 +19,8 @@ export function versionsFromIfMatch(header: string | null, idText: string): numb
   const versions: number[] = []
   for (const tag of tags) {
     const match = USER_TAG.exec(tag)
-    if (match === null || parseRowId(match[1]) !== id || id === null) continue
-    const version = parseRowId(match[2])
-    if (version !== null) versions.push(version)
+    const version = parseRowId(match?.[2])
+    if (id !== null && parseRowId(match?.[1]) === id && version !== null) versions.push(version)
   }
   return versions
 }

@@ -162,6 +162,28 @@ export function SubmitOrCancel(props: { submit: string; onCancel: () => void }) 
   )
 }
 
+/**
+ * A button in a table row: its text is short ("Delete"), its accessible name says what it acts
+ * on ("Delete user 3"), so a screen reader and the keyboard tests can tell the rows apart.
+ */
+export function RowAction(props: {
+  text: string
+  label: string
+  onClick: () => void
+  danger?: boolean
+}) {
+  return (
+    <button
+      type="button"
+      class={props.danger === true ? 'danger' : undefined}
+      aria-label={props.label}
+      onClick={props.onClick}
+    >
+      {props.text}
+    </button>
+  )
+}
+
 /** A table's header row: one column heading per name. */
 export function ColumnHeads(props: { names: readonly string[] }) {
   return (

@@ -10,6 +10,7 @@ import {
   Notice,
   type OffsetPage,
   Pager,
+  RowAction,
   SubmitOrCancel,
   useLoad,
 } from '../components'
@@ -73,14 +74,12 @@ export function KeysPage() {
                   <td>{formatDate(key.created_at)}</td>
                   <td>{formatDate(key.last_used_at)}</td>
                   <td class="row-actions">
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Revoke key ${key.id}`}
+                    <RowAction
+                      text="Revoke"
+                      label={`Revoke key ${key.id}`}
+                      danger
                       onClick={() => setRevoking(key)}
-                    >
-                      Revoke
-                    </button>
+                    />
                   </td>
                 </tr>
               ))}

@@ -10,6 +10,7 @@ import {
   Notice,
   type OffsetPage,
   Pager,
+  RowAction,
   useLoad,
 } from '../components'
 
@@ -72,21 +73,17 @@ export function UploadsPage() {
                   <td>{upload.public ? 'public' : 'private'}</td>
                   <td>{formatDate(upload.created_at)}</td>
                   <td class="row-actions">
-                    <button
-                      type="button"
-                      aria-label={`Details of upload ${upload.id}`}
+                    <RowAction
+                      text="Details"
+                      label={`Details of upload ${upload.id}`}
                       onClick={() => setShowing(upload)}
-                    >
-                      Details
-                    </button>
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete upload ${upload.id}`}
+                    />
+                    <RowAction
+                      text="Delete"
+                      label={`Delete upload ${upload.id}`}
+                      danger
                       onClick={() => setDeleting(upload)}
-                    >
-                      Delete
-                    </button>
+                    />
                   </td>
                 </tr>
               ))}
@@ -155,13 +152,11 @@ function UploadDetails(props: { upload: Upload; onClose: () => void }) {
                 <code class="hash">{file.sha256}</code>
               </td>
               <td>
-                <button
-                  type="button"
-                  aria-label={`Download ${file.filename}`}
+                <RowAction
+                  text="Download"
+                  label={`Download ${file.filename}`}
                   onClick={() => fetchFile(file)}
-                >
-                  Download
-                </button>
+                />
               </td>
             </tr>
           ))}

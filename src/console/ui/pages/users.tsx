@@ -1,6 +1,15 @@
 import { useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
-import { ColumnHeads, Confirm, ErrorNote, Field, formatDate, Notice, useLoad } from '../components'
+import {
+  ColumnHeads,
+  Confirm,
+  ErrorNote,
+  Field,
+  formatDate,
+  Notice,
+  RowAction,
+  useLoad,
+} from '../components'
 import { CreateUser, EditUser, type User } from './user-dialogs'
 
 interface UserPage {
@@ -110,21 +119,17 @@ export function UsersPage() {
                   <td>{user.email}</td>
                   <td>{formatDate(user.created_at)}</td>
                   <td class="row-actions">
-                    <button
-                      type="button"
-                      aria-label={`Edit user ${user.id}`}
+                    <RowAction
+                      text="Edit"
+                      label={`Edit user ${user.id}`}
                       onClick={() => setEditing({ mode: 'edit', id: user.id })}
-                    >
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete user ${user.id}`}
+                    />
+                    <RowAction
+                      text="Delete"
+                      label={`Delete user ${user.id}`}
+                      danger
                       onClick={() => setEditing({ mode: 'delete', user })}
-                    >
-                      Delete
-                    </button>
+                    />
                   </td>
                 </tr>
               ))}

@@ -7,6 +7,7 @@ import {
   Notice,
   type OffsetPage,
   Pager,
+  RowAction,
   useLoad,
 } from '../components'
 
@@ -98,13 +99,11 @@ export function WebhooksPage() {
                   <td>{formatDate(event.received_at)}</td>
                   <td class="row-actions">
                     {event.status === 'failed' && (
-                      <button
-                        type="button"
-                        aria-label={`Retry event ${event.id}`}
+                      <RowAction
+                        text="Retry"
+                        label={`Retry event ${event.id}`}
                         onClick={() => retry(event)}
-                      >
-                        Retry
-                      </button>
+                      />
                     )}
                   </td>
                 </tr>
