@@ -16,6 +16,8 @@ export interface WriteQueueOptions {
   beforeCommit?: () => void
 }
 
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown }
+
 interface Waiting {
   settle(): void
   fail(error: unknown): void
@@ -31,15 +33,23 @@ interface Waiting {
  * reports is durable, and no refusal is given on the strength of a row that then fails to
  * commit. When the commit fails, every write of the batch fails with its error.
  *
- * Work must be synchronous (bun:sqlite is) and must not open transactions of its own except
- * through `db.transaction()`, which nests as a savepoint. Reads that must not see writes that
- * are not committed yet belong on a separate reader connection.
+ * `run` takes synchronous work (bun:sqlite is). `runUnit` takes asynchronous work (a unit of
+ * work written against the async store interfaces, whose SQLite implementations settle at
+ * once): it holds the savepoint until its promise settles, and other writes wait their turn
+ * behind it, so it must await nothing but those stores, or it holds every writer up. Work must
+ * not open transactions of its own except through `db.transaction()`, which nests as a
+ * savepoint. Reads that must not see writes that are not committed yet belong on a separate
+ * reader connection.
  */
 export class WriteQueue {
   private readonly maxBatch: number
   private waiting: Waiting[] = []
   private open = false
   private flushScheduled = false
+  /** An async unit holds the savepoint: other writes and the commit wait for it. */
+  private unitInFlight = false
+  private commitWhenFree = false
+  private readonly blocked: (() => void)[] = []
   private readonly statements: ReturnType<typeof prepare>
 
   constructor(
@@ -52,18 +62,41 @@ export class WriteQueue {
 
   /** Runs `work` in the current group transaction; settles after that transaction commits. */
   run<T>(work: () => T): Promise<T> {
+    if (this.unitInFlight) return this.afterUnit(() => this.run(work))
     return new Promise<T>((resolve, reject) => {
-      const outcome = this.attempt(work)
-      if (!outcome.ok && !this.open) {
-        // The failure took the whole transaction with it: there is no commit to wait for.
-        reject(outcome.error)
-        return
+      this.enqueue(this.attempt(work), resolve, reject)
+    })
+  }
+
+  /**
+   * Runs asynchronous `work` in its own savepoint of the current group transaction; settles
+   * after that transaction commits. Until `work` settles, other writes and the commit wait.
+   */
+  runUnit<T>(work: () => Promise<T>): Promise<T> {
+    if (this.unitInFlight) return this.afterUnit(() => this.runUnit(work))
+    return new Promise<T>((resolve, reject) => {
+      this.begin()
+      this.statements.savepoint.run()
+      this.unitInFlight = true
+      const end = (outcome: Outcome<T>) => {
+        this.unitInFlight = false
+        this.enqueue(this.closeSavepoint(outcome), resolve, reject)
+        while (!this.unitInFlight && this.blocked.length > 0) this.blocked.shift()?.()
+        if (!this.unitInFlight && this.commitWhenFree) {
+          this.commitWhenFree = false
+          this.flush()
+        }
       }
-      this.waiting.push({
-        settle: outcome.ok ? () => resolve(outcome.value) : () => reject(outcome.error),
-        fail: reject,
-      })
-      if (this.waiting.length >= this.maxBatch) this.flush()
+      let started: Promise<T>
+      try {
+        started = work()
+      } catch (error) {
+        started = Promise.reject(error)
+      }
+      started.then(
+        (value) => end({ ok: true, value }),
+        (error: unknown) => end({ ok: false, error }),
+      )
     })
   }
 
@@ -77,6 +110,10 @@ export class WriteQueue {
 
   /** Commits the open transaction now (shutdown, tests). */
   flush(): void {
+    if (this.unitInFlight) {
+      this.commitWhenFree = true
+      return
+    }
     if (!this.open) return
     const batch = this.waiting
     this.waiting = []
@@ -93,25 +130,64 @@ export class WriteQueue {
     this.options.onCommit?.(batch.length)
   }
 
-  private attempt<T>(work: () => T): { ok: true; value: T } | { ok: false; error: unknown } {
-    this.begin()
-    const { savepoint, release, rollbackTo } = this.statements
-    savepoint.run()
-    try {
-      const value = work()
-      release.run()
-      return { ok: true, value }
-    } catch (error) {
-      try {
-        rollbackTo.run()
-        release.run()
-      } catch {
-        // Some errors (SQLITE_FULL, SQLITE_IOERR) roll the whole transaction back: every
-        // write of the batch is lost and must be reported so.
-      }
-      if (!this.sqlite.inTransaction) this.failBatch(error)
-      return { ok: false, error }
+  private enqueue<T>(
+    outcome: Outcome<T>,
+    resolve: (value: T) => void,
+    reject: (error: unknown) => void,
+  ): void {
+    if (!outcome.ok && !this.open) {
+      // The failure took the whole transaction with it: there is no commit to wait for.
+      reject(outcome.error)
+      return
     }
+    this.waiting.push({
+      settle: outcome.ok ? () => resolve(outcome.value) : () => reject(outcome.error),
+      fail: reject,
+    })
+    if (this.waiting.length >= this.maxBatch) this.flush()
+  }
+
+  private afterUnit<T>(start: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.blocked.push(() => {
+        start().then(resolve, reject)
+      })
+    })
+  }
+
+  private attempt<T>(work: () => T): Outcome<T> {
+    this.begin()
+    this.statements.savepoint.run()
+    let outcome: Outcome<T>
+    try {
+      outcome = { ok: true, value: work() }
+    } catch (error) {
+      outcome = { ok: false, error }
+    }
+    return this.closeSavepoint(outcome)
+  }
+
+  /** Releases the write's savepoint, or rolls back to it when the write failed. */
+  private closeSavepoint<T>(result: Outcome<T>): Outcome<T> {
+    const { release, rollbackTo } = this.statements
+    let outcome = result
+    if (outcome.ok) {
+      try {
+        release.run()
+        return outcome
+      } catch (error) {
+        outcome = { ok: false, error }
+      }
+    }
+    try {
+      rollbackTo.run()
+      release.run()
+    } catch {
+      // Some errors (SQLITE_FULL, SQLITE_IOERR) roll the whole transaction back: every
+      // write of the batch is lost and must be reported so.
+    }
+    if (!this.sqlite.inTransaction) this.failBatch(outcome.error)
+    return outcome
   }
 
   private begin(): void {

@@ -28,6 +28,12 @@ function fixture(maxBatch?: number) {
     commits,
     committed,
     add: (x: string) => queue.run(() => insert.run(x).changes),
+    /** An async unit that inserts each value after a resolved await, as the async stores do. */
+    addAll: (xs: string[]) =>
+      queue.runUnit(async () => {
+        for (const x of xs) await Promise.resolve(insert.run(x))
+        return xs.length
+      }),
     [Symbol.dispose]() {
       reader.close()
       writer.close()
@@ -160,5 +166,88 @@ describe('the group commit', () => {
     f.queue.flush()
     expect(f.committed()).toHaveLength(1)
     await write
+  })
+})
+
+describe('async units of work', () => {
+  test('a unit shares the group transaction and settles only after the commit', async () => {
+    using f = fixture()
+    let settled = false
+    const unit = f.addAll(['a', 'b'])
+    void unit.then(() => {
+      settled = true
+    })
+    const single = f.add('c')
+    await Promise.resolve()
+    expect(settled).toBe(false)
+    expect(await unit).toBe(2)
+    await single
+    expect(f.commits).toEqual([2])
+    expect(f.committed().map((row) => row.x)).toEqual(['a', 'b', 'c'])
+  })
+
+  test('writes that arrive while a unit is in flight wait for it, in order', async () => {
+    using f = fixture()
+    const order: string[] = []
+    let release: () => void = () => {}
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const insert = f.writer.prepare('INSERT INTO t (x) VALUES (?)')
+    const unit = f.queue.runUnit(async () => {
+      insert.run('unit-1')
+      await gate
+      insert.run('unit-2')
+      order.push('unit')
+    })
+    const after = f.queue.run(() => {
+      order.push('after')
+      return insert.run('after').changes
+    })
+    // The commit waits for the unit even past the end of the turn.
+    await turn()
+    await turn()
+    expect(order).toEqual([])
+    expect(f.committed()).toEqual([])
+    release()
+    await Promise.all([unit, after])
+    expect(order).toEqual(['unit', 'after'])
+    expect(f.commits).toEqual([2])
+  })
+
+  test('a failing unit rolls back all of its writes and fails alone', async () => {
+    using f = fixture()
+    await f.add('taken')
+    const outcomes = await Promise.allSettled([f.add('a'), f.addAll(['b', 'taken']), f.add('c')])
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ])
+    expect(f.committed().map((row) => row.x)).toEqual(['a', 'c', 'taken'])
+  })
+
+  test('a unit that throws before its first await fails alone too', async () => {
+    using f = fixture()
+    const thrown = f.queue.runUnit(() => {
+      throw new Error('at once')
+    })
+    const kept = f.add('kept')
+    await expect(thrown).rejects.toThrow('at once')
+    await kept
+    expect(f.committed().map((row) => row.x)).toEqual(['kept'])
+  })
+
+  test('a failed commit fails the units of the batch', async () => {
+    using f = fixture()
+    const queue = new WriteQueue(f.writer, {
+      beforeCommit: () => {
+        throw new Error('disk gone')
+      },
+    })
+    const insert = f.writer.prepare('INSERT INTO t (x) VALUES (?)')
+    const unit = queue.runUnit(async () => insert.run('lost').changes)
+    await expect(unit).rejects.toThrow('disk gone')
+    expect(f.committed()).toEqual([])
   })
 })
