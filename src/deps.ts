@@ -1,10 +1,12 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { type ApiKeyService, createApiKeyService } from './auth/api-keys'
+import type { ApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
-import { type CredentialStore, createCredentialStore } from './auth/sessions'
+import type { CredentialStore } from './auth/sessions'
+import { createSqliteApiKeyStore } from './auth/sqlite-api-keys'
+import { createSqliteCredentialStore } from './auth/sqlite-sessions'
 import { VERSION } from './build-info'
 import type { Config } from './config'
 import {
@@ -18,9 +20,11 @@ import {
   type Store,
 } from './db/client'
 import { runMigrations } from './db/migrate'
+import type { Transaction } from './db/unit'
 import { WriteQueue } from './db/write-queue'
 import { DiskWatch } from './health/disk'
-import { createIdempotencyStore, type IdempotencyStore } from './idempotency/store'
+import { createSqliteIdempotencyStore } from './idempotency/sqlite-store'
+import type { IdempotencyClaims, IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
@@ -28,12 +32,22 @@ import type { FileStore } from './storage/file-store'
 import { LocalDiskStore } from './storage/local-disk'
 import { systemTimers, type Timers } from './timers'
 import { createUploadService, type UploadService } from './uploads/service'
-import { createUserService, type UserService } from './users/service'
+import { createSqliteUploadRecords } from './uploads/sqlite-records'
+import { createSqliteUserStore } from './users/sqlite-store'
+import type { UserStore, UserWrites } from './users/store'
 import { builtInHandlers } from './webhooks/handlers'
-import { createWebhookInbox, type WebhookInbox } from './webhooks/inbox'
+import type { InboxOutcomes, WebhookInbox } from './webhooks/inbox'
+import { createSqliteWebhookInbox } from './webhooks/sqlite-inbox'
 import { WebhookWorker } from './webhooks/worker'
 
 export { VERSION }
+
+/** Every store's writes as one unit of work sees them (see db/unit.ts). */
+export interface UnitStores {
+  users: UserWrites
+  idempotency: IdempotencyClaims
+  inbox: InboxOutcomes
+}
 
 /** Everything a route needs, built once per server (or per test). */
 export interface Deps {
@@ -53,17 +67,19 @@ export interface Deps {
   readonly uploadDir: string
   /** Whether writes are being refused for lack of space (507s), for /health. */
   readonly disk: DiskWatch
-  readonly users: UserService
+  readonly users: UserStore
   readonly idempotency: IdempotencyStore
+  /** Runs a unit of work over every store's writes. */
+  readonly transaction: Transaction<UnitStores>
   readonly credentials: CredentialStore
-  readonly apiKeys: ApiKeyService
+  readonly apiKeys: ApiKeyStore
   readonly authenticator: Authenticator
   readonly fileStore: FileStore
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
   readonly metrics: Metrics
   /** Row counts for GET /data. */
-  counts(): { users: number; uploads: number; webhook_events: number }
+  counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Commits what is pending and closes both connections. */
   close(): void
 }
@@ -115,16 +131,25 @@ export function makeDeps(
   const store: Store = { db, reader: openReader(dbPath), writes }
   // Date.now, not a Date per call, when the clock is the system's (the hot paths read it).
   const clock = now === systemNow ? Date.now : () => now().getTime()
-  const idempotency = createIdempotencyStore(store, clock)
-  const credentials = createCredentialStore(store, clock)
-  const apiKeys = createApiKeyService(store, now)
+  const idempotency = createSqliteIdempotencyStore(store, clock)
+  const credentials = createSqliteCredentialStore(store, clock)
+  const apiKeys = createSqliteApiKeyStore(store, now)
   const limiter = new LoginLimiter(clock)
-  const users = createUserService(store, now, { onPasswordChange: credentials.revokeAllForUser })
+  const users = createSqliteUserStore(store, now, {
+    onPasswordChange: credentials.revokeAllForUserInWrite,
+  })
   const fileStore = new LocalDiskStore(uploadDir)
-  const uploads = createUploadService(store, fileStore, now)
-  const inbox = createWebhookInbox(store, now)
+  const uploadRecords = createSqliteUploadRecords(store, now)
+  const uploads = createUploadService(uploadRecords, fileStore)
+  const inbox = createSqliteWebhookInbox(store, now)
+  const unitStores: UnitStores = {
+    users: users.inUnit,
+    idempotency: idempotency.inUnit,
+    inbox: inbox.inUnit,
+  }
+  const transaction: Transaction<UnitStores> = (work) => writes.runUnit(() => work(unitStores))
   const timers = options.timers ?? { ...systemTimers, now: clock }
-  const worker = new WebhookWorker(inbox, db.$client, writes, builtInHandlers(users), timers, log)
+  const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
   metrics.registry.add(new Gauge('roster_users', 'Users stored.', () => users.count()))
   metrics.registry.add(
@@ -156,6 +181,7 @@ export function makeDeps(
     disk,
     users,
     idempotency,
+    transaction,
     credentials,
     apiKeys,
     authenticator,
@@ -163,10 +189,10 @@ export function makeDeps(
     uploads,
     webhooks: { inbox, worker },
     metrics,
-    counts: () => ({
-      users: users.count(),
-      uploads: uploads.count(),
-      webhook_events: inbox.count(),
+    counts: async () => ({
+      users: await users.count(),
+      uploads: await uploads.count(),
+      webhook_events: await inbox.count(),
     }),
     close() {
       writes.flush()
@@ -175,17 +201,26 @@ export function makeDeps(
     },
   }
   if (options.sweepUploads === true) {
-    const swept = uploads.sweep()
+    const swept = fileStore.sweep(uploadRecords.isKnownFile)
     if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
   }
-  purgeExpired(deps)
+  // Committed before anything else runs: a caller that writes on the connection directly (a
+  // test's fixture, a CLI command) must not find a group transaction open.
+  void purgeExpired(deps)
+  writes.flush()
   return deps
 }
 
 /** Deletes what has expired: sessions, access tokens, idempotency answers. Run at start and hourly. */
-export function purgeExpired(deps: Deps): void {
-  deps.credentials.purgeExpired()
-  deps.idempotency.purgeExpired()
+export async function purgeExpired(deps: Deps): Promise<void> {
+  try {
+    await Promise.all([deps.credentials.purgeExpired(), deps.idempotency.purgeExpired()])
+  } catch (error) {
+    // Nothing is lost: what expired stays refused, and the next round deletes it.
+    deps.log.warn('could not delete expired sessions, tokens or idempotency answers', {
+      error: (error as Error).message,
+    })
+  }
 }
 
 function prepareDirectory(path: string): void {

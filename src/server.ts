@@ -57,10 +57,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
   }
   const server = app.server as Server<unknown>
   deps.webhooks.worker.start()
-  const housekeeping = setInterval(
-    () => deps.store.writes.defer(() => purgeExpired(deps)),
-    PURGE_INTERVAL_MS,
-  )
+  const housekeeping = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS)
   housekeeping.unref()
 
   let stopping: Promise<void> | null = null

@@ -24,14 +24,14 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   const { users, credentials, authenticator, config } = deps
 
   /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
-  const userRecord = (userId: number): User => {
-    const user = users.get(userId)
+  const userRecord = async (userId: number): Promise<User> => {
+    const user = await users.get(userId)
     if (user === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
     return toView(user)
   }
 
   /** The caller's record: read along with the credential when it could be, else by id. */
-  const callerRecord = (set: object): User => {
+  const callerRecord = async (set: object): Promise<User> => {
     const principal = principalOf(set)
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'This route needs a user')
     return principal.user === undefined ? userRecord(principal.userId) : toView(principal.user)
@@ -51,7 +51,7 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, deps))
         set.headers['cache-control'] = NO_STORE
         return {
-          user: userRecord(user.id),
+          user: await userRecord(user.id),
           access_token: issued.accessToken,
           token_type: 'Bearer' as const,
           expires_in: ACCESS_TOKEN_TTL_MS / 1000,
@@ -130,20 +130,24 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         }),
       },
     })
-    .get('/secure', ({ set }) => ({ authenticated: true as const, user: callerRecord(set) }), {
-      auth: { schemes: ['basic'] },
-      detail: {
-        tags,
-        summary: 'Protected content (HTTP Basic)',
-        description:
-          'Basic email:password. A verified credential is remembered for a minute (keyed by a hash), so argon2 does not run on every request; a password change drops it.',
-        security: [{ basic: [] }],
-        responses: documented({
-          200: SecureAnswer,
-          ...errorResponses('UNAUTHORIZED', 'RATE_LIMITED'),
-        }),
+    .get(
+      '/secure',
+      async ({ set }) => ({ authenticated: true as const, user: await callerRecord(set) }),
+      {
+        auth: { schemes: ['basic'] },
+        detail: {
+          tags,
+          summary: 'Protected content (HTTP Basic)',
+          description:
+            'Basic email:password. A verified credential is remembered for a minute (keyed by a hash), so argon2 does not run on every request; a password change drops it.',
+          security: [{ basic: [] }],
+          responses: documented({
+            200: SecureAnswer,
+            ...errorResponses('UNAUTHORIZED', 'RATE_LIMITED'),
+          }),
+        },
       },
-    })
+    )
 }
 
 /**

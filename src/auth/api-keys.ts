@@ -1,12 +1,10 @@
-import type { Store } from '../db/client'
 import type { PageRequest } from '../db/page'
-import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
 export const API_KEY_PREFIX = 'rk_'
 /** How much of a key is kept in the clear, to tell keys apart in lists. */
-const SHOWN_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
+export const SHOWN_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
 /** last_used_at is written at most this often per key (a write per request would cost an fsync). */
-const LAST_USED_RESOLUTION_MS = 60_000
+export const LAST_USED_RESOLUTION_MS = 60_000
 
 export interface ApiKeyView {
   id: number
@@ -24,63 +22,13 @@ export interface CreatedApiKey {
   created_at: string
 }
 
-export type ApiKeyService = ReturnType<typeof createApiKeyService>
-
 /** API keys: created once (the key is shown only then), stored as SHA-256, revocable at once. */
-export function createApiKeyService(store: Store, now: () => Date) {
-  const sqlite = store.db.$client
-  const { reader, writes } = store
-  const columns = 'id, name, prefix, created_at, last_used_at'
-  const insert = sqlite.query<ApiKeyView, [string, string, string, string]>(
-    `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`,
-  )
-  const byHash = reader.query<{ id: number; name: string; last_used_at: string | null }, [string]>(
-    'SELECT id, name, last_used_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
-  )
-  const touch = sqlite.query('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
-  const page = reader.query<ApiKeyView, [number, number]>(
-    `SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT ? OFFSET ?`,
-  )
-  const total = reader.query<{ n: number }, []>(
-    'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
-  )
-  const revoke = sqlite.query(
-    'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
-  )
-  const readPage = reader.transaction((request: PageRequest) => ({
-    data: page.all(request.limit, request.offset),
-    total: total.get()?.n ?? 0,
-  }))
-
-  return {
-    async create(name: string): Promise<CreatedApiKey> {
-      const key = newSecret(API_KEY_PREFIX)
-      const row = (await writes.run(() =>
-        insert.get(name, key.slice(0, SHOWN_PREFIX_LENGTH), sha256Hex(key), now().toISOString()),
-      )) as ApiKeyView
-      return { id: row.id, name: row.name, prefix: row.prefix, key, created_at: row.created_at }
-    },
-
-    list(request: PageRequest): { data: ApiKeyView[]; total: number } {
-      return readPage(request)
-    },
-
-    /** True when an active key was revoked; false when there was none with that id. */
-    async revoke(id: number): Promise<boolean> {
-      return (await writes.run(() => revoke.run(now().toISOString(), id))).changes > 0
-    },
-
-    /** The key's id and name if it is valid and not revoked; records when it was last used. */
-    authenticate(key: string): { id: number; name: string } | null {
-      if (!looksLikeSecret(key, API_KEY_PREFIX)) return null
-      const row = byHash.get(sha256Hex(key))
-      if (row === null) return null
-      const at = now()
-      const last = row.last_used_at === null ? 0 : Date.parse(row.last_used_at)
-      if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
-        writes.defer(() => touch.run(at.toISOString(), row.id))
-      }
-      return { id: row.id, name: row.name }
-    },
-  }
+export interface ApiKeyStore {
+  create(name: string): Promise<CreatedApiKey>
+  /** The active keys, oldest first. */
+  list(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
+  /** True when an active key was revoked; false when there was none with that id. */
+  revoke(id: number): Promise<boolean>
+  /** The key's id and name if it is valid and not revoked; records when it was last used. */
+  authenticate(key: string): Promise<{ id: number; name: string } | null>
 }

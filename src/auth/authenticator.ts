@@ -1,6 +1,6 @@
 import type { Config } from '../config'
 import { AppError, badRequest } from '../errors/errors'
-import type { ApiKeyService } from './api-keys'
+import type { ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
 import type { LoginLimiter } from './limiter'
 import { verifyPassword } from './passwords'
@@ -10,9 +10,11 @@ import type { CredentialStore, SignedInUser } from './sessions'
 /** What the authenticator needs from the users feature. */
 export interface UserLookup {
   /** id and password hash by email (without regard to case). */
-  byEmail(email: string): { id: number; passwordHash: string | null } | null
+  byEmail(email: string): Promise<{ id: number; passwordHash: string | null } | null>
   /** A user's row with its current password hash (null if there is no such user). */
-  withPasswordHash(userId: number): { user: SignedInUser; passwordHash: string | null } | null
+  withPasswordHash(
+    userId: number,
+  ): Promise<{ user: SignedInUser; passwordHash: string | null } | null>
 }
 
 export interface Presented {
@@ -59,20 +61,22 @@ export function unauthorized(schemes: readonly Scheme[], message: string, invali
 export function createAuthenticator(deps: {
   config: Config
   credentials: CredentialStore
-  apiKeys: ApiKeyService
+  apiKeys: ApiKeyStore
   users: UserLookup
   basicCache: BasicCache
   limiter: LoginLimiter
 }) {
-  /** Basic: a Principal at once from the cache, or a Promise when argon2 has to run. */
-  function basic(
+  /** Basic: from the cache (one read: is the password still the one verified?) or argon2. */
+  async function basic(
     header: string,
     schemes: readonly Scheme[],
     ipOf: () => string,
-  ): Principal | Promise<Principal> {
+  ): Promise<Principal> {
     const credentials = parseBasic(header)
     if (credentials === null) throw unauthorized(schemes, 'Malformed Basic credentials')
-    const cached = deps.basicCache.lookup(credentials, (id) => deps.users.withPasswordHash(id))
+    const cached = await deps.basicCache.lookup(credentials, (id) =>
+      deps.users.withPasswordHash(id),
+    )
     if (cached !== null) return { kind: 'user', userId: cached.id, scheme: 'basic', user: cached }
     return verifyBasic(credentials, schemes, ipOf)
   }
@@ -102,7 +106,7 @@ export function createAuthenticator(deps: {
     const attempt = deps.limiter.attempt(address, ip)
     if ('retryAfter' in attempt) throw tooManyAttempts(attempt.retryAfter)
     try {
-      const user = deps.users.byEmail(address)
+      const user = await deps.users.byEmail(address)
       const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
       if (user === null || user.passwordHash === null || !ok) {
         attempt.failed()
@@ -115,20 +119,20 @@ export function createAuthenticator(deps: {
     }
   }
 
-  function bearer(header: string, schemes: readonly Scheme[]): Principal {
+  async function bearer(header: string, schemes: readonly Scheme[]): Promise<Principal> {
     const token = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(header.trim())?.[1]
     if (token === undefined) throw unauthorized(schemes, 'Malformed Bearer credentials', true)
-    const user = deps.credentials.useAccessToken(token)
+    const user = await deps.credentials.useAccessToken(token)
     if (user === null) throw unauthorized(schemes, 'Invalid, expired or revoked token', true)
     return { kind: 'user', userId: user.id, scheme: 'bearer', secret: token, user }
   }
 
-  function apiKey(presented: Presented, schemes: readonly Scheme[]): Principal {
+  async function apiKey(presented: Presented, schemes: readonly Scheme[]): Promise<Principal> {
     const { apiKeyHeader: header, apiKeyQuery: query } = presented
     if (header !== null && query !== null && header !== query) {
       throw badRequest('An API key was sent both as X-API-Key and as api_key, and they differ')
     }
-    const key = deps.apiKeys.authenticate((header ?? query) as string)
+    const key = await deps.apiKeys.authenticate((header ?? query) as string)
     if (key === null) throw unauthorized(schemes, 'Invalid or revoked API key')
     return { kind: 'apiKey', keyId: key.id, name: key.name }
   }
@@ -136,26 +140,23 @@ export function createAuthenticator(deps: {
   return {
     signIn,
     /**
-     * Synchronous except for Basic (argon2 runs off the thread) and a session that is renewed
-     * (its new expiry is stored first): a Promise comes back only for those.
+     * Who presented what: null when nothing this route takes was presented. Throws (rejects)
+     * UNAUTHORIZED for a credential that is wrong, expired or revoked.
      */
-    authenticate(
+    async authenticate(
       presented: Presented,
       schemes: readonly Scheme[],
       /** The client's IP, asked for only when a password is checked (for the limiter). */
       ipOf: () => string,
-    ): Authenticated | Promise<Authenticated> {
+    ): Promise<Authenticated> {
       const { authorization } = presented
       if (authorization !== null) {
         const scheme = authorization.trim().split(' ', 1)[0]?.toLowerCase()
         if (scheme === 'basic' && schemes.includes('basic')) {
-          const principal = basic(authorization, schemes, ipOf)
-          return principal instanceof Promise
-            ? principal.then((verified) => ({ principal: verified }))
-            : { principal }
+          return { principal: await basic(authorization, schemes, ipOf) }
         }
         if (scheme === 'bearer' && schemes.includes('bearer')) {
-          return { principal: bearer(authorization, schemes) }
+          return { principal: await bearer(authorization, schemes) }
         }
         throw unauthorized(schemes, 'This route does not take that kind of credential')
       }
@@ -163,10 +164,10 @@ export function createAuthenticator(deps: {
         (presented.apiKeyHeader !== null || presented.apiKeyQuery !== null) &&
         schemes.includes('apiKey')
       ) {
-        return { principal: apiKey(presented, schemes) }
+        return { principal: await apiKey(presented, schemes) }
       }
       if (presented.sessionCookie !== null && schemes.includes('session')) {
-        const session = deps.credentials.useSession(presented.sessionCookie)
+        const session = await deps.credentials.useSession(presented.sessionCookie)
         if (session !== null) {
           const principal: Principal = {
             kind: 'user',
@@ -175,14 +176,10 @@ export function createAuthenticator(deps: {
             secret: presented.sessionCookie,
             user: session.user,
           }
-          if (session.extension === undefined) return { principal }
-          // Renewed: the cookie goes out again once the new expiry is stored; if it could not
-          // be, the session is still valid until its old expiry and the cookie is not re-sent.
-          const renewedSession = presented.sessionCookie
-          return session.extension.then(
-            () => ({ principal, renewedSession }),
-            () => ({ principal }),
-          )
+          // Renewed: the cookie goes out again, now that the new expiry is stored.
+          return session.renewed
+            ? { principal, renewedSession: presented.sessionCookie }
+            : { principal }
         }
       }
       return { principal: null }

@@ -54,14 +54,14 @@ export class BasicCache {
    * The user this credential was verified for, if that user's password hash is still the one
    * checked. `load` reads the user with its current hash (one query).
    */
-  lookup(
+  async lookup(
     credentials: BasicCredentials,
-    load: (userId: number) => { user: SignedInUser; passwordHash: string | null } | null,
-  ): SignedInUser | null {
+    load: (userId: number) => Promise<{ user: SignedInUser; passwordHash: string | null } | null>,
+  ): Promise<SignedInUser | null> {
     const id = this.idOf(credentials)
     const entry = this.entries.get(id)
     if (entry === undefined) return null
-    const current = entry.expiresAt > this.now() ? load(entry.userId) : null
+    const current = entry.expiresAt > this.now() ? await load(entry.userId) : null
     if (current === null || current.passwordHash !== entry.passwordHash) {
       this.entries.delete(id)
       return null

@@ -55,33 +55,14 @@ function createAuthPlugin(deps: Deps) {
   // the jar makes Elysia build it on every request of every route that takes credentials.
   return new Elysia({ name: 'auth' }).macro({
     auth(requirement: AuthRequirement) {
-      // Only Basic (argon2) and a session (its renewal, stored before the cookie is re-sent)
-      // may need to wait; the other schemes keep the route synchronous, which Elysia compiles
-      // into a faster handler.
-      if (requirement.schemes.includes('basic') || requirement.schemes.includes('session')) {
-        return {
-          async transform({ request, set, server }) {
-            const ipOf = () => clientIp(request, server, config.trustProxy)
-            const result = await authenticator.authenticate(
-              presentedCredentials(request),
-              requirement.schemes,
-              ipOf,
-            )
-            settle(result, requirement, request, set)
-          },
-        }
-      }
       return {
-        transform({ request, set, server }) {
+        async transform({ request, set, server }) {
           const ipOf = () => clientIp(request, server, config.trustProxy)
-          const result = authenticator.authenticate(
+          const result = await authenticator.authenticate(
             presentedCredentials(request),
             requirement.schemes,
             ipOf,
           )
-          // Without Basic or session among the schemes the answer is never a Promise.
-          if (result instanceof Promise)
-            throw new Error('auth: a waiting scheme on a synchronous route')
           settle(result, requirement, request, set)
         },
       }

@@ -21,11 +21,11 @@ export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     .use(authPlugin(deps))
     .get(
       '/data',
-      ({ set }) => {
+      async ({ set }) => {
         const principal = principalOf(set)
         const key =
           principal?.kind === 'apiKey' ? { id: principal.keyId, name: principal.name } : null
-        return { data: deps.counts(), key }
+        return { data: await deps.counts(), key }
       },
       {
         auth: { schemes: ['apiKey'] },

@@ -59,7 +59,7 @@ export async function run(
         return 0
       }
       case 'list': {
-        const { data } = deps.apiKeys.list({ limit: Number.MAX_SAFE_INTEGER, offset: 0 })
+        const { data } = await deps.apiKeys.list({ limit: Number.MAX_SAFE_INTEGER, offset: 0 })
         if (json === true) console.log(JSON.stringify(data, null, 2))
         else printTable(data)
         return 0

@@ -1,4 +1,5 @@
-import { exportLines } from '../users/transfer'
+import type { ExportedUser } from '../users/records'
+import { exportChunks } from '../users/transfer'
 import { configFlags, type FlagSpec, parseFlags, serveFlags } from './args'
 import { FORMAT_FLAG, parseFormat, withDeps } from './users-common'
 
@@ -25,10 +26,15 @@ export async function exportUsers(
   return await withDeps(serverFlags, env, async (deps) => {
     const writer = Bun.stdout.writer({ highWaterMark: 1 << 20 })
     let count = 0
+    async function* counted(): AsyncGenerator<readonly ExportedUser[]> {
+      for await (const batch of deps.users.exportAll()) {
+        count += batch.length
+        yield batch
+      }
+    }
     try {
-      for (const line of exportLines(deps.users.exportAll(), chosen, withHashes === true)) {
-        writer.write(line)
-        count += 1
+      for await (const chunk of exportChunks(counted(), chosen, withHashes === true)) {
+        writer.write(chunk)
       }
       await writer.flush()
     } catch (error) {
@@ -36,8 +42,7 @@ export async function exportUsers(
       if ((error as { code?: string }).code === 'EPIPE') return 0
       throw error
     }
-    const users = chosen === 'csv' ? count - 1 : count
-    console.error(`exported ${users.toLocaleString('en-US')} users (${chosen})`)
+    console.error(`exported ${count.toLocaleString('en-US')} users (${chosen})`)
     return 0
   })
 }

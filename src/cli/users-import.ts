@@ -56,8 +56,8 @@ export async function importUsers(
       }
     }
     let batch: { line: number; value: Record<string, unknown> }[] = []
-    const checkBatch = () => {
-      for (const result of validator.checkBatch(batch)) keep(result)
+    const checkBatch = async () => {
+      for (const result of await validator.checkBatch(batch)) keep(result)
       progress.advance(bytes, batch.length)
       bytes = 0
       batch = []
@@ -68,9 +68,9 @@ export async function importUsers(
     })) {
       if ('error' in record) keep({ line: record.line, message: record.error })
       else batch.push(record)
-      if (batch.length >= CHECK_BATCH) checkBatch()
+      if (batch.length >= CHECK_BATCH) await checkBatch()
     }
-    checkBatch()
+    await checkBatch()
     progress.finish()
     errors.sort((a, b) => a.line - b.line)
     if (invalid > 0) {
@@ -83,7 +83,7 @@ export async function importUsers(
       }
     }
     const hashed = await hashPasswords(rows)
-    const { inserted, conflicts } = deps.users.insertMany(hashed, {
+    const { inserted, conflicts } = await deps.users.insertMany(hashed, {
       allOrNothing: skipInvalid !== true,
     })
     if (conflicts.length > 0) {

@@ -73,7 +73,7 @@ export function linkHeader(options: LinkOptions): string {
  * add its own, such as a cache buster), lists the page, and sets X-Total-Count and Link.
  * Shared by every list but v2's.
  */
-export function offsetPageAnswer<T, F extends Record<string, string | undefined>>(
+export async function offsetPageAnswer<T, F extends Record<string, string | undefined>>(
   request: Request,
   set: { headers: Record<string, string | number | undefined> },
   options: {
@@ -81,14 +81,14 @@ export function offsetPageAnswer<T, F extends Record<string, string | undefined>
     publicUrl: string | null
     /** Reads the list's filters, if it has any; every link repeats them. */
     filters?: (query: QueryReader) => F
-    list: (page: PageRequest, filters: F) => { data: T[]; total: number }
+    list: (page: PageRequest, filters: F) => Promise<{ data: T[]; total: number }>
   },
-): { data: T[]; pagination: Pagination } {
+): Promise<{ data: T[]; pagination: Pagination }> {
   const query = new QueryReader(request.url)
   const page = readPage(query)
   const filters = options.filters?.(query) ?? ({} as F)
   query.assertValid()
-  const { data, total } = options.list(page, filters)
+  const { data, total } = await options.list(page, filters)
   const pagination = { ...page, total }
   set.headers['x-total-count'] = String(total)
   set.headers.link = linkHeader({

@@ -7,7 +7,7 @@
 type Labels<N extends string> = Record<N, string>
 
 interface Family {
-  render(): string
+  render(): string | Promise<string>
 }
 
 /** Escapes a label value as the exposition format requires. */
@@ -70,12 +70,12 @@ export class Gauge implements Family {
   constructor(
     readonly name: string,
     private readonly help: string,
-    private readonly read: () => number | null,
+    private readonly read: () => number | null | Promise<number | null>,
     private readonly labels: Record<string, string> = {},
   ) {}
 
-  render(): string {
-    const value = this.read()
+  async render(): Promise<string> {
+    const value = await this.read()
     if (value === null) return ''
     const names = Object.keys(this.labels)
     return `${header(this.name, this.help, 'gauge')}${this.name}${labelText(names, Object.values(this.labels))} ${number(value)}\n`
@@ -105,7 +105,7 @@ export class Registry {
     return family
   }
 
-  render(): string {
-    return this.families.map((family) => family.render()).join('')
+  async render(): Promise<string> {
+    return (await Promise.all(this.families.map((family) => family.render()))).join('')
   }
 }

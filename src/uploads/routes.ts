@@ -94,8 +94,8 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .get(
       '/uploads',
-      ({ request, set }) => {
-        const page = offsetPageAnswer(request, set, {
+      async ({ request, set }) => {
+        const page = await offsetPageAnswer(request, set, {
           path: `${prefix}/uploads`,
           publicUrl: config.publicUrl,
           list: (request) => uploads.list(request),
@@ -120,8 +120,8 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     )
     .get(
       '/uploads/:id',
-      ({ params, set }) => {
-        const upload = ID_FORMAT.test(params.id) ? uploads.get(params.id) : null
+      async ({ params, set }) => {
+        const upload = ID_FORMAT.test(params.id) ? await uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireReader(upload, principalOf(set))
         return view(upload)
@@ -144,7 +144,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
     .delete(
       '/uploads/:id',
       async ({ params, set }) => {
-        const upload = ID_FORMAT.test(params.id) ? uploads.get(params.id) : null
+        const upload = ID_FORMAT.test(params.id) ? await uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireDeleter(upload, principalOf(set))
         await uploads.remove(upload.id)
@@ -192,13 +192,13 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       detail: { hide: true },
     })
 
-  function download(
+  async function download(
     id: string,
     request: Request,
     set: { headers: Record<string, unknown> },
     headOnly: boolean,
-  ): Response {
-    const file = ID_FORMAT.test(id) ? uploads.file(id) : null
+  ): Promise<Response> {
+    const file = ID_FORMAT.test(id) ? await uploads.file(id) : null
     if (file === null) throw notFound('No file with this id')
     requireReader({ isPublic: file.isPublic, owner: file.owner }, principalOf(set))
     return fileResponse(file, fileStore.open(file.id), request, headOnly)

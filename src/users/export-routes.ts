@@ -3,14 +3,12 @@ import { authPlugin } from '../auth/plugin'
 import type { Deps } from '../deps'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { QueryReader } from '../http/query'
-import { exportLines, type TransferFormat } from './transfer'
+import { exportChunks, type TransferFormat } from './transfer'
 
 const MEDIA_TYPES: Record<TransferFormat, string> = {
   csv: 'text/csv; charset=utf-8',
   jsonl: 'application/x-ndjson; charset=utf-8',
 }
-/** Lines per chunk of the stream: big enough to be cheap, small enough to stay flat in memory. */
-const LINES_PER_CHUNK = 500
 
 /**
  * GET /users/export?format=csv|jsonl (API key): every user, streamed, the same lines as
@@ -24,7 +22,7 @@ export function userExportRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       const format = query.oneOf('format', ['jsonl', 'csv'] as const, 'jsonl')
       query.assertValid()
       const day = new Date(deps.clock()).toISOString().slice(0, 10)
-      return new Response(streamLines(exportLines(deps.users.exportSnapshot(), format, false)), {
+      return new Response(streamText(exportChunks(deps.users.exportAll(), format, false)), {
         headers: {
           'content-type': MEDIA_TYPES[format],
           'content-disposition': `attachment; filename="roster-users-${day}.${format}"`,
@@ -63,25 +61,20 @@ export function userExportRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   )
 }
 
-/** The lines as a byte stream, pulled as the client reads; abandoned lines close the snapshot. */
-function streamLines(lines: Generator<string>): ReadableStream<Uint8Array> {
+/**
+ * The chunks as a byte stream, pulled as the client reads (a chunk is a batch of users: flat
+ * in memory); a client that goes away ends the iteration, which closes the snapshot.
+ */
+function streamText(chunks: AsyncGenerator<string>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder()
   return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      let chunk = ''
-      for (let n = 0; n < LINES_PER_CHUNK; n++) {
-        const next = lines.next()
-        if (next.done === true) {
-          if (chunk !== '') controller.enqueue(encoder.encode(chunk))
-          controller.close()
-          return
-        }
-        chunk += next.value
-      }
-      controller.enqueue(encoder.encode(chunk))
+    async pull(controller) {
+      const next = await chunks.next()
+      if (next.done === true) controller.close()
+      else controller.enqueue(encoder.encode(next.value))
     },
-    cancel() {
-      lines.return(undefined)
+    async cancel() {
+      await chunks.return(undefined)
     },
   })
 }

@@ -14,7 +14,7 @@ import {
   OFFSET_PAGE_PARAMETERS,
 } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
-import { idempotencyKeyOf } from '../idempotency/store'
+import { idempotencyKeyOf, once } from '../idempotency/store'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
 import { answerWith, replay } from './idempotent-answers'
@@ -52,7 +52,7 @@ export function parseUserId(text: string): number {
  * except the list, which v2 extends with keyset cursors and filters.
  */
 export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: ApiVersion) {
-  const { users, idempotency, config } = deps
+  const { users, idempotency, transaction, config } = deps
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
@@ -121,7 +121,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
         const key = idempotencyKeyOf(request)
         const scope = `${principalKey(principalOf(set))}:POST /users`
         const fingerprint = key === null ? '' : idempotency.fingerprint(body)
-        const earlier = key === null ? null : idempotency.lookup(scope, key, fingerprint)
+        const earlier = key === null ? null : await idempotency.lookup(scope, key, fingerprint)
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
@@ -132,14 +132,16 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
           set.headers.location = `${listPath}/${user.id}`
           return toView(user)
         }
-        const { replayed, answer } = await idempotency.once(scope, key, fingerprint, () => {
-          const user = users.inWrite.create(input)
-          return {
-            status: 201,
-            body: JSON.stringify(toView(user)),
-            location: `${listPath}/${user.id}`,
-          }
-        })
+        const { replayed, answer } = await transaction((tx) =>
+          once(tx.idempotency, { scope, key, fingerprint }, async () => {
+            const user = await tx.users.create(input)
+            return {
+              status: 201,
+              body: JSON.stringify(toView(user)),
+              location: `${listPath}/${user.id}`,
+            }
+          }),
+        )
         return replayed ? replay(answer) : answerWith(answer)
       },
       {
@@ -168,8 +170,8 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     )
     .get(
       '/users/:id',
-      ({ params, request, set }) => {
-        const user = users.get(parseUserId(params.id))
+      async ({ params, request, set }) => {
+        const user = await users.get(parseUserId(params.id))
         if (user === null) throw notFound('No user with this id')
         const etag = etagOf(user)
         set.headers.etag = etag

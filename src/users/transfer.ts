@@ -7,27 +7,34 @@ export type { TransferFormat }
 
 import { type ExportedUser, emailKey } from './records'
 import { CreateUserBody, registerEmailFormat } from './schema'
-import type { UserService } from './service'
+import type { UserStore } from './store'
 
 const EXPORT_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at'] as const
 
-/** The lines of an export, header first for CSV; each ends with a line break. */
-export function* exportLines(
-  users: Iterable<ExportedUser>,
+/**
+ * The text of an export, a chunk per batch of users (the CSV header first); each line ends
+ * with a line break.
+ */
+export async function* exportChunks(
+  batches: AsyncIterable<readonly ExportedUser[]>,
   format: TransferFormat,
   withPasswordHashes: boolean,
-): Generator<string> {
+): AsyncGenerator<string> {
   const columns: (keyof ExportedUser)[] = [...EXPORT_COLUMNS]
   if (withPasswordHashes) columns.push('password_hash')
-  if (format === 'csv') {
-    yield `${columns.join(',')}\r\n`
-    for (const user of users) yield `${columns.map((c) => csvField(user[c])).join(',')}\r\n`
-    return
-  }
-  for (const user of users) {
-    const line: Record<string, unknown> = {}
-    for (const column of columns) line[column] = user[column]
-    yield `${JSON.stringify(line)}\n`
+  if (format === 'csv') yield `${columns.join(',')}\r\n`
+  const line =
+    format === 'csv'
+      ? (user: ExportedUser) => `${columns.map((c) => csvField(user[c])).join(',')}\r\n`
+      : (user: ExportedUser) => {
+          const fields: Record<string, unknown> = {}
+          for (const column of columns) fields[column] = user[column]
+          return `${JSON.stringify(fields)}\n`
+        }
+  for await (const batch of batches) {
+    let chunk = ''
+    for (const user of batch) chunk += line(user)
+    yield chunk
   }
 }
 
@@ -77,22 +84,24 @@ function passwordHashProblem(hash: string): string | null {
 export class RowValidator {
   private readonly seen = new Map<string, number>()
 
-  constructor(private readonly users: UserService) {
+  constructor(private readonly users: UserStore) {
     registerEmailFormat()
   }
 
   /** One row (see checkBatch). */
-  check(line: number, value: Record<string, unknown>): ImportRow | RowError {
-    return this.checkBatch([{ line, value }])[0] as ImportRow | RowError
+  async check(line: number, value: Record<string, unknown>): Promise<ImportRow | RowError> {
+    return (await this.checkBatch([{ line, value }]))[0] as ImportRow | RowError
   }
 
   /**
    * Rows in file order; the emails of a batch are looked up in the database with one query
    * (a lookup per row cost a third of an import's time).
    */
-  checkBatch(records: readonly { line: number; value: Record<string, unknown> }[]) {
+  async checkBatch(
+    records: readonly { line: number; value: Record<string, unknown> }[],
+  ): Promise<(ImportRow | RowError)[]> {
     const checked = records.map(({ line, value }) => checkFields(line, value))
-    const taken = this.users.emailsTaken(
+    const taken = await this.users.emailsTaken(
       checked.flatMap((row) => ('message' in row ? [] : [row.email])),
     )
     return checked.map((row): ImportRow | RowError => {

@@ -5,16 +5,16 @@ import { publicBaseUrl } from '../http/request-context'
 import { readCursor, writeCursor } from './cursor'
 import { MAX_EMAIL_LENGTH } from './schema'
 import type { SearchResult } from './search'
-import type { UserService } from './service'
+import type { UserStore } from './store'
 
 /**
  * GET /v2/users: v1's offset pages plus keyset cursors and the email and q filters; the Link
  * header keeps the filters and uses offsets where the position is known, cursors where not.
  */
-export function v2Page(
+export async function v2Page(
   request: Request,
   set: Context['set'],
-  options: { users: UserService; path: string; publicUrl: string | null },
+  options: { users: UserStore; path: string; publicUrl: string | null },
 ) {
   const { users, path: listPath, publicUrl } = options
   const query = new QueryReader(request.url)
@@ -29,7 +29,7 @@ export function v2Page(
     q: query.string('q', { maxLength: 200 }),
   }
   query.assertValid()
-  const result = users.search({ ...page, cursor, filters })
+  const result = await users.search({ ...page, cursor, filters })
   const nextCursor = result.next === null ? null : writeCursor(result.next)
   set.headers['x-total-count'] = String(result.total)
   set.headers.link = linkHeader({

@@ -1,13 +1,25 @@
 import { Value } from '@sinclair/typebox/value'
 import { EmailFormat, isValidName } from '../users/schema'
-import type { UserService } from '../users/service'
+import type { UserWrites } from '../users/store'
 import type { InboxEvent } from './inbox'
 
 /** What a handler reports; a thrown error marks the event failed (and it is retried). */
 export type HandlerOutcome = 'processed' | 'ignored'
 
-/** Handlers run after the answer. A synchronous one commits with the event's status. */
-export type WebhookHandler = (event: ParsedEvent) => HandlerOutcome | Promise<HandlerOutcome>
+/** The stores a handler writes through: inside its event's unit of work. */
+export interface HandlerStores {
+  users: UserWrites
+}
+
+/**
+ * Handlers run after the answer, each in its event's unit of work: what it writes commits
+ * with the event's status, or not at all. It must await only `stores` (on SQLite the unit
+ * holds the writer until it settles); a slow call elsewhere belongs in a job of its own.
+ */
+export type WebhookHandler = (
+  event: ParsedEvent,
+  stores: HandlerStores,
+) => HandlerOutcome | Promise<HandlerOutcome>
 
 export interface ParsedEvent extends InboxEvent {
   data: { object: Record<string, unknown> }
@@ -19,21 +31,19 @@ export interface ParsedEvent extends InboxEvent {
  * its name; `*.deleted` removes it, and is a no-op for an unknown email. Other types are
  * stored and marked ignored by the worker.
  */
-export function builtInHandlers(service: UserService): Map<string, WebhookHandler> {
-  // Synchronous handlers run inside the worker's write: they use the in-write functions.
-  const users = service.inWrite
-  const upsert: WebhookHandler = (event) => {
+export function builtInHandlers(): Map<string, WebhookHandler> {
+  const upsert: WebhookHandler = async (event, { users }) => {
     const { email, name } = userFields(event)
-    const existing = users.idByEmail(email)
+    const existing = await users.idByEmail(email)
     if (existing === null)
-      users.create({ name: name ?? email.split('@')[0] ?? email, email, passwordHash: null })
-    else if (name !== null) users.update(existing, { name }, { versions: null })
-    return 'processed'
+      await users.create({ name: name ?? email.split('@')[0] ?? email, email, passwordHash: null })
+    else if (name !== null) await users.update(existing, { name }, { versions: null })
+    return 'processed' as const
   }
-  const remove: WebhookHandler = (event) => {
-    const existing = users.idByEmail(userFields(event).email)
-    if (existing !== null) users.remove(existing, { versions: null })
-    return 'processed'
+  const remove: WebhookHandler = async (event, { users }) => {
+    const existing = await users.idByEmail(userFields(event).email)
+    if (existing !== null) await users.remove(existing, { versions: null })
+    return 'processed' as const
   }
   const handlers = new Map<string, WebhookHandler>()
   for (const prefix of ['user', 'customer']) {

@@ -1,9 +1,8 @@
-import type { Database } from 'bun:sqlite'
-import type { WriteQueue } from '../db/write-queue'
+import type { Transaction } from '../db/unit'
 import type { Logger } from '../log'
 import type { Timers } from '../timers'
-import type { HandlerOutcome, ParsedEvent, WebhookHandler } from './handlers'
-import type { InboxEvent, WebhookInbox } from './inbox'
+import type { HandlerStores, ParsedEvent, WebhookHandler } from './handlers'
+import type { InboxEvent, InboxOutcomes, WebhookInbox } from './inbox'
 
 export interface RetryPolicy {
   /** Delay before the first retry; each further one doubles it. */
@@ -16,23 +15,25 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { baseMs: 1000, capMs: 60 * 60 * 1000, maxAttempts: 10 }
 
-/** Due events read at once. */
+/** Due events claimed at once. */
 const BATCH_SIZE = 64
 /**
- * Handler work per transaction before it commits and gives the event loop a turn: requests
- * that arrive meanwhile wait at most about this long (plus one fsync).
+ * Handler work per slice before it commits and gives the event loop a turn: requests that
+ * arrive meanwhile wait at most about this long (plus one fsync).
  */
 const SLICE_MS = 2
 
 /** The pause after the database refused the worker's write. */
 const STORAGE_RETRY_MS = 1000
 
-type Outcome = [InboxEvent, 'processed' | 'ignored' | 'failed']
+type Status = 'processed' | 'ignored' | 'failed'
 
-/** An event whose handler returned a promise, handed out of the transaction to be awaited. */
-interface Awaiting {
-  event: InboxEvent
-  result: Promise<HandlerOutcome>
+/** What the worker's units of work see: the handlers' stores and the inbox's outcome writes. */
+export type WorkerStores = HandlerStores & { inbox: InboxOutcomes }
+
+/** A handler's own failure (its writes are rolled back; the event is retried later). */
+class HandlerFailure {
+  constructor(readonly cause: unknown) {}
 }
 
 function parse(event: InboxEvent): ParsedEvent {
@@ -41,22 +42,12 @@ function parse(event: InboxEvent): ParsedEvent {
 }
 
 /**
- * Whether a handler's result is a promise: then it is awaited outside the batch's transaction,
- * whatever the handler was declared as (an `async` function, or a plain one returning a
- * promise).
- */
-function isPending(
-  result: HandlerOutcome | Promise<HandlerOutcome>,
-): result is Promise<HandlerOutcome> {
-  return typeof (result as { then?: unknown } | null)?.then === 'function'
-}
-
-/**
  * Handles inbox events off the request path, oldest due first. It is woken
  * after an event is committed (the answer has left by then), and at start, when it picks up
  * what a crash or a stop left pending or failed. A failure is retried with exponential
- * backoff (1 s, 2 s, 4 s … up to an hour, ten attempts). A synchronous handler's writes and
- * the event's new status commit together, so an event is never handled twice.
+ * backoff (1 s, 2 s, 4 s … up to an hour, ten attempts). Each event is handled in a unit of
+ * work of its own: the handler's writes and the event's new status commit together (so an
+ * event is never handled twice), and a failing handler's writes are rolled back alone.
  */
 export class WebhookWorker {
   readonly handlers: Map<string, WebhookHandler>
@@ -71,8 +62,7 @@ export class WebhookWorker {
 
   constructor(
     private readonly inbox: WebhookInbox,
-    private readonly sqlite: Database,
-    private readonly writes: WriteQueue,
+    private readonly transaction: Transaction<WorkerStores>,
     handlers: Map<string, WebhookHandler>,
     private readonly timers: Timers,
     private readonly log: Logger,
@@ -109,7 +99,7 @@ export class WebhookWorker {
     for (;;) {
       await this.draining
       await Bun.sleep(1)
-      const due = this.inbox.earliestDue()
+      const due = await this.inbox.earliestDue()
       if (this.draining === null && (due === null || due > this.now())) return
     }
   }
@@ -143,92 +133,79 @@ export class WebhookWorker {
         .finally(() => {
           this.draining = null
           if (storageFailed && !this.stopped) this.schedule(STORAGE_RETRY_MS)
-          else this.scheduleNextRetry()
+          else void this.scheduleNextRetry()
         })
     })
   }
 
-  private scheduleNextRetry(): void {
+  private async scheduleNextRetry(): Promise<void> {
     if (this.stopped) return
-    const due = this.inbox.earliestDue()
+    const due = await this.inbox.earliestDue().catch(() => null)
     if (due !== null) this.schedule(Math.max(0, due - this.now()))
   }
 
   private async drain(): Promise<void> {
     while (!this.stopped) {
-      const slice = await this.writes.run(() => this.handleSlice())
-      for (const [event, status] of slice.outcomes) this.onHandled(event, status)
-      if (slice.awaiting !== null) await this.handleAsync(slice.awaiting)
-      else if (slice.outcomes.length === 0) return
-      // Yield between slices: a backlog must not hold up incoming requests (a synchronous
-      // handler never gives I/O a turn on its own).
+      const due = await this.inbox.claimDue(BATCH_SIZE)
+      if (due.length === 0) return
+      // Every unit is started at once: they run one after another inside the same group
+      // transaction (one fsync for the slice); those that find the slice's time used up do
+      // nothing and are claimed again by the next slice.
+      const started = performance.now()
+      const statuses = await Promise.all(
+        due.map((event, index) =>
+          this.handle(event, () => index === 0 || performance.now() - started <= SLICE_MS),
+        ),
+      )
+      due.forEach((event, index) => {
+        const status = statuses[index]
+        if (status !== undefined && status !== null) this.onHandled(event, status)
+      })
+      // Yield between slices: a backlog must not hold up incoming requests.
       await new Promise<void>((resolve) => setImmediate(resolve))
     }
   }
 
   /**
-   * Inside one write of the group commit (so it shares the fsync with the requests of the
-   * same turn): reads what is due and runs synchronous handlers, as many events as fit in
-   * SLICE_MS, each in its own savepoint: its writes and its new status commit together, and a
-   * failure rolls back that event alone. Stops at a handler that returns a promise and hands
-   * it back, to be awaited outside the transaction (what it wrote before its first await
-   * commits with the slice).
+   * One event in a unit of work of its own; null when `inSlice` said the slice was over. A
+   * handler's error rolls its writes back and is recorded in a unit after it; any other error
+   * (the database refused a write) goes up to `drain`.
    */
-  private handleSlice(): { outcomes: Outcome[]; awaiting: Awaiting | null } {
-    const started = performance.now()
-    const outcomes: Outcome[] = []
-    const attempt = this.sqlite.transaction((event: InboxEvent, handler: WebhookHandler) => {
-      const result = handler(parse(event))
-      // A promise: its outcome is recorded once it settles, in a write of its own.
-      if (!isPending(result)) this.inbox.finish(event.seq, result)
-      return result
-    })
-    for (const event of this.inbox.dueBatch(BATCH_SIZE)) {
-      const handler = this.handlers.get(event.type)
-      if (outcomes.length > 0 && performance.now() - started > SLICE_MS) break
-      if (handler === undefined) {
-        this.inbox.finish(event.seq, 'ignored')
-        outcomes.push([event, 'ignored'])
-        continue
-      }
-      try {
-        const result = attempt(event, handler)
-        if (isPending(result)) {
-          // Settles later; until it is awaited, a rejection must not count as unhandled.
-          result.catch(() => {})
-          return { outcomes, awaiting: { event, result } }
-        }
-        outcomes.push([event, result])
-      } catch (error) {
-        this.recordFailure(event, error)
-        outcomes.push([event, 'failed'])
-      }
-    }
-    return { outcomes, awaiting: null }
-  }
-
-  /** Waits for a handler's promise outside the transaction, then records its outcome. */
-  private async handleAsync({ event, result }: Awaiting): Promise<void> {
-    let outcome: HandlerOutcome
+  private async handle(event: InboxEvent, inSlice: () => boolean): Promise<Status | null> {
     try {
-      outcome = await result
+      return await this.transaction(async (tx) => {
+        if (!inSlice()) return null
+        const handler = this.handlers.get(event.type)
+        let status: 'processed' | 'ignored' = 'ignored'
+        if (handler !== undefined) {
+          try {
+            status = await handler(parse(event), tx)
+          } catch (error) {
+            throw new HandlerFailure(error)
+          }
+        }
+        await tx.inbox.finish(event.seq, status)
+        return status
+      })
     } catch (error) {
-      await this.writes.run(() => this.recordFailure(event, error))
-      this.onHandled(event, 'failed')
-      return
+      if (!(error instanceof HandlerFailure)) throw error
+      await this.transaction((tx) => this.recordFailure(tx.inbox, event, error.cause))
+      return 'failed'
     }
-    await this.writes.run(() => this.inbox.finish(event.seq, outcome))
-    this.onHandled(event, outcome)
   }
 
-  private recordFailure(event: InboxEvent, error: unknown): void {
+  private async recordFailure(
+    inbox: InboxOutcomes,
+    event: InboxEvent,
+    error: unknown,
+  ): Promise<void> {
     const attempts = event.attempts + 1
     const message = error instanceof Error ? error.message : String(error)
     const retryAt =
       attempts >= this.retry.maxAttempts
         ? null
         : this.now() + Math.min(this.retry.capMs, this.retry.baseMs * 2 ** (attempts - 1))
-    this.inbox.fail(event.seq, message, retryAt)
+    await inbox.fail(event.seq, message, retryAt)
     this.log.warn('webhook handler failed', {
       event_id: event.eventId,
       type: event.type,

@@ -503,7 +503,7 @@ describe('hostile input on the wire', () => {
       }
       const health = await fetch(`${server.url}/health`)
       expect(health.status).toBe(200)
-      expect(server.deps.users.count()).toBe(0)
+      expect(await server.deps.users.count()).toBe(0)
     } finally {
       await server.stop()
     }

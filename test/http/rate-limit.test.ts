@@ -61,7 +61,7 @@ describe('--rate-limit', () => {
     expect(error.message).toContain('3 requests a second')
     expect(refused.headers.get('retry-after')).toBe('1')
     expect(refused.headers.get('ratelimit-remaining')).toBe('0')
-    expect(t.deps.users.count()).toBe(0)
+    expect(await t.deps.users.count()).toBe(0)
     // Refused before routing, and still counted once, under the route the path belongs to.
     expect(t.deps.metrics.http.count('/users', 'POST', 429)).toBe(1)
     time.advance(1000)

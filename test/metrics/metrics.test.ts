@@ -177,18 +177,18 @@ describe('GET /metrics', () => {
 })
 
 describe('the registry', () => {
-  test('escapes label values: counters, and the route label of the duration histogram', () => {
+  test('escapes label values: counters, and the route label of the duration histogram', async () => {
     const registry = new Registry()
     const counter = registry.add(new Counter('c_total', 'A counter.', ['name']))
     counter.inc({ name: 'quote " backslash \\ newline \n' }, 2)
-    expect(find(parseExposition(registry.render()).samples, 'c_total')[0]?.labels.name).toBe(
+    expect(find(parseExposition(await registry.render()).samples, 'c_total')[0]?.labels.name).toBe(
       'quote " backslash \\ newline \n',
     )
     const metrics = createMetrics('test')
     metrics.http.record('GET', '/odd "route" \\', 200, 0.05)
     metrics.http.record('GET', '/odd "route" \\', 200, 0.5)
     metrics.http.record('GET', '/odd "route" \\', 200, 50)
-    const { samples } = parseExposition(metrics.render())
+    const { samples } = parseExposition(await metrics.render())
     const buckets = find(samples, 'roster_http_request_duration_seconds_bucket', {
       route: '/odd "route" \\',
     })

@@ -576,7 +576,7 @@ describe('file parts without a name', () => {
         { field: 'file', message: 'every file part needs a name', received: '' },
       ])
     }
-    expect(t.deps.uploads.count()).toBe(0)
+    expect(await t.deps.uploads.count()).toBe(0)
     expect(readdirSync(join(t.deps.uploadDir, '.incoming'))).toEqual([])
   })
 })

@@ -67,7 +67,7 @@ describe('a full disk', () => {
         'INSUFFICIENT_STORAGE',
       )
       expect(leftovers(deps.uploadDir)).toEqual({ placed: [], incoming: [] })
-      expect(deps.uploads.count()).toBe(0)
+      expect(await deps.uploads.count()).toBe(0)
       expect((await send(randomBytes(10_000))).status).toBe(201)
       deps.close()
     },
@@ -163,7 +163,7 @@ describe('a client that disconnects mid-upload', () => {
         Buffer.concat([Buffer.from('80000\r\n'), randomBytes(0x80000), Buffer.from('\r\n')]),
       )
       expect(leftovers(server.deps.uploadDir)).toEqual({ placed: [], incoming: [] })
-      expect(server.deps.uploads.count()).toBe(0)
+      expect(await server.deps.uploads.count()).toBe(0)
       const health = await fetch(`${server.url}/health`)
       expect(health.status).toBe(200)
     } finally {

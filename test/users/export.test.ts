@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { exportLines } from '../../src/users/transfer'
+import { exportChunks } from '../../src/users/transfer'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../helpers/auth'
 
@@ -12,7 +12,9 @@ describe('GET /users/export (API key)', () => {
     for (const format of ['jsonl', 'csv'] as const) {
       const reply = await t.get(`/users/export?format=${format}`, { headers: key })
       expect(reply.status).toBe(200)
-      const cli = [...exportLines(t.deps.users.exportAll(), format, false)].join('')
+      const cli = (
+        await Array.fromAsync(exportChunks(t.deps.users.exportAll(), format, false))
+      ).join('')
       expect(reply.text).toBe(cli)
       expect(reply.text).not.toContain('argon2')
       expect(reply.headers.get('content-disposition')).toMatch(

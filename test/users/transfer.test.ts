@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { ImportFileError, readRecords } from '../../src/users/import-records'
-import { exportLines, RowValidator, type TransferFormat } from '../../src/users/transfer'
+import type { ExportedUser } from '../../src/users/records'
+import { exportChunks, RowValidator, type TransferFormat } from '../../src/users/transfer'
 import { makeTestApp } from '../helpers/app'
 
 async function records(text: string, format: TransferFormat, chunk = 5) {
@@ -71,63 +72,78 @@ describe('RowValidator', () => {
     await t.post('/users', { name: 'Old', email: 'old@example.com' })
     const validator = new RowValidator(t.deps.users)
     const check = (line: number, value: Record<string, unknown>) => validator.check(line, value)
-    expect(check(1, { name: ' Ada ', email: 'ada@example.com', id: 9, version: 3 })).toEqual({
+    expect(await check(1, { name: ' Ada ', email: 'ada@example.com', id: 9, version: 3 })).toEqual({
       line: 1,
       name: ' Ada ',
       email: 'ada@example.com',
       password: null,
       passwordHash: null,
     })
-    expect(check(2, { name: 'Again', email: 'ADA@example.com' })).toEqual({
+    expect(await check(2, { name: 'Again', email: 'ADA@example.com' })).toEqual({
       line: 2,
       message: 'email ADA@example.com is already on line 1',
     })
-    expect(check(3, { name: 'X', email: 'OLD@example.com' })).toEqual({
+    expect(await check(3, { name: 'X', email: 'OLD@example.com' })).toEqual({
       line: 3,
       message: 'a user with email OLD@example.com already exists',
     })
-    expect(check(4, { email: 'not-an-email', role: 'admin' })).toEqual({
+    expect(await check(4, { email: 'not-an-email', role: 'admin' })).toEqual({
       line: 4,
       message:
         'unknown field "role"; name is required; email must be a valid email address of at most 254 characters (received "not-an-email")',
     })
-    const short = check(5, { name: 'P', email: 'p@example.com', password: 'hunter2' })
+    const short = await check(5, { name: 'P', email: 'p@example.com', password: 'hunter2' })
     expect(short).toEqual({ line: 5, message: 'password must be 8–128 characters' })
     expect(JSON.stringify(short)).not.toContain('hunter2')
     expect(
-      check(6, { name: 'H', email: 'h@example.com', password_hash: HASH, created_at: 'x' }),
+      await check(6, { name: 'H', email: 'h@example.com', password_hash: HASH, created_at: 'x' }),
     ).toMatchObject({ line: 6, passwordHash: HASH, password: null })
-    expect(check(7, { name: 'N', email: 'n@example.com', password_hash: null })).toMatchObject({
+    expect(
+      await check(7, { name: 'N', email: 'n@example.com', password_hash: null }),
+    ).toMatchObject({
       passwordHash: null,
     })
   })
 
-  test('password_hash: argon2 or bcrypt with bounded costs, not both with a password, never echoed', () => {
+  test('password_hash: argon2 or bcrypt with bounded costs, not both with a password, never echoed', async () => {
     using t = makeTestApp()
     const validator = new RowValidator(t.deps.users)
     let n = 0
-    const message = (value: Record<string, unknown>) => {
-      const result = validator.check(++n, { name: 'H', email: `h${n}@example.com`, ...value })
+    const message = async (value: Record<string, unknown>) => {
+      const result = await validator.check(++n, { name: 'H', email: `h${n}@example.com`, ...value })
       return 'message' in result ? result.message : null
     }
-    expect(message({ password_hash: HASH.replace('m=65536', 'm=4194304') })).toBe(
+    expect(await message({ password_hash: HASH.replace('m=65536', 'm=4194304') })).toBe(
       'password_hash has argon2 costs above m=65536,t=16,p=8',
     )
-    expect(message({ password_hash: 'md5:5f4dcc3b5aa765d61d8327deb882cf99' })).toBe(
+    expect(await message({ password_hash: 'md5:5f4dcc3b5aa765d61d8327deb882cf99' })).toBe(
       'password_hash must be an argon2 (PHC string) or bcrypt hash',
     )
-    expect(message({ password_hash: `$2b$10$${'a'.repeat(53)}` })).toBeNull()
-    expect(message({ password_hash: `$2b$31$${'a'.repeat(53)}` })).toBe(
+    expect(await message({ password_hash: `$2b$10$${'a'.repeat(53)}` })).toBeNull()
+    expect(await message({ password_hash: `$2b$31$${'a'.repeat(53)}` })).toBe(
       'password_hash has a bcrypt cost above 16',
     )
-    expect(message({ password_hash: HASH, password: 'long enough secret' })).toBe(
+    expect(await message({ password_hash: HASH, password: 'long enough secret' })).toBe(
       'give password or password_hash, not both',
     )
-    expect(message({ password_hash: 42 })).toBe('password_hash must be a string')
+    expect(await message({ password_hash: 42 })).toBe('password_hash must be a string')
   })
 })
 
-describe('exportLines', () => {
+/** The export's text as lines, with the users given as one batch. */
+async function exportLines(
+  users: ExportedUser[],
+  format: TransferFormat,
+  withHashes: boolean,
+): Promise<string[]> {
+  async function* batches() {
+    yield users
+  }
+  const text = (await Array.fromAsync(exportChunks(batches(), format, withHashes))).join('')
+  return text.split(/(?<=\n)/)
+}
+
+describe('exportChunks', () => {
   const users = [
     {
       id: 1,
@@ -147,8 +163,8 @@ describe('exportLines', () => {
     },
   ]
 
-  test('JSON Lines without hashes unless asked', () => {
-    const lines = [...exportLines(users, 'jsonl', false)]
+  test('JSON Lines without hashes unless asked', async () => {
+    const lines = await exportLines(users, 'jsonl', false)
     expect(lines.map((line) => JSON.parse(line))).toEqual([
       {
         id: 1,
@@ -159,11 +175,13 @@ describe('exportLines', () => {
       },
       { id: 2, name: 'Plain, "quoted"', email: 'b@x.io', created_at: 't', updated_at: 't' },
     ])
-    expect(JSON.parse([...exportLines(users, 'jsonl', true)][0] as string).password_hash).toBe(HASH)
+    expect(JSON.parse((await exportLines(users, 'jsonl', true))[0] as string).password_hash).toBe(
+      HASH,
+    )
   })
 
   test('CSV with a header, quoting and the formula guard; it reads back to the same values', async () => {
-    const text = [...exportLines(users, 'csv', true)].join('')
+    const text = (await exportLines(users, 'csv', true)).join('')
     expect(text.split('\r\n')[0]).toBe('id,name,email,created_at,updated_at,password_hash')
     expect(text).toContain(`1,"'=HYPERLINK(""http://evil"")",a@x.io`)
     const back = await records(text, 'csv', 4)
@@ -202,15 +220,15 @@ describe('insertMany', () => {
       { name: 'T', email: 'TAKEN@example.com', passwordHash: null },
       { name: 'B', email: 'b@example.com', passwordHash: null },
     ]
-    expect(t.deps.users.insertMany(rows, { allOrNothing: true })).toEqual({
+    expect(await t.deps.users.insertMany(rows, { allOrNothing: true })).toEqual({
       inserted: 0,
       conflicts: [1],
     })
-    expect(t.deps.users.count()).toBe(1)
-    expect(t.deps.users.insertMany(rows, { allOrNothing: false })).toEqual({
+    expect(await t.deps.users.count()).toBe(1)
+    expect(await t.deps.users.insertMany(rows, { allOrNothing: false })).toEqual({
       inserted: 2,
       conflicts: [1],
     })
-    expect(t.deps.users.count()).toBe(3)
+    expect(await t.deps.users.count()).toBe(3)
   })
 })

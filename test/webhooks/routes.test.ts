@@ -38,9 +38,9 @@ async function runRetries(t: TestApp, clock: ManualClock, rounds: number) {
 const deliver = (t: TestApp, body: string, headers: Record<string, string>, path = '/webhooks') =>
   t.call('POST', path, { body, headers: { 'content-type': 'application/json', ...headers } })
 
-async function events(t: TestApp) {
+async function events(t: TestApp, key?: string) {
   const reply = await t.get('/webhooks/events?limit=100', {
-    headers: { 'x-api-key': await apiKey(t, 'reader') },
+    headers: { 'x-api-key': key ?? (await apiKey(t, 'reader')) },
   })
   return reply.body.data as {
     id: string
@@ -66,7 +66,7 @@ describe('POST /webhooks', () => {
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({ received: true })
     await t.deps.webhooks.worker.settled()
-    expect(userByEmail(t, 'new@example.com')).not.toBeNull()
+    expect(await userByEmail(t, 'new@example.com')).not.toBeNull()
     expect(await events(t)).toEqual([
       {
         id: 'evt_created_1',
@@ -177,6 +177,9 @@ describe('POST /webhooks', () => {
       await blocked
       return 'processed' as const
     })
+    // Made first: a handler holds SQLite's writer until it settles (it is meant to await only
+    // its stores), so creating the key while this one waits would wait too.
+    const key = await apiKey(t, 'reader')
     const body = event('slow.job', {})
     // Were the answer to wait for the handler, it would never come: the handler waits for us.
     const reply = await Promise.race([
@@ -186,10 +189,10 @@ describe('POST /webhooks', () => {
     expect(reply).not.toBe('no answer while the handler ran')
     expect((reply as { status: number }).status).toBe(200)
     await handlerStarted
-    expect((await events(t))[0]?.status).toBe('pending')
+    expect((await events(t, key))[0]?.status).toBe('pending')
     release()
     await t.deps.webhooks.worker.settled()
-    expect((await events(t))[0]?.status).toBe('processed')
+    expect((await events(t, key))[0]?.status).toBe('processed')
   })
 
   test('a plain function that returns a promise is awaited like an async one', async () => {
@@ -220,6 +223,22 @@ describe('POST /webhooks', () => {
       error: 'rejected later',
     })
     expect(calls).toBe(1)
+  })
+
+  test('a handler that fails after writing has its writes rolled back with it', async () => {
+    using t = webhookApp()
+    t.deps.webhooks.worker.handlers.set('half.done', async (_event, { users }) => {
+      await users.create({ name: 'Half', email: 'half@example.com', passwordHash: null })
+      throw new Error('failed after the write')
+    })
+    const body = event('half.done', {})
+    await deliver(t, body, await githubHeaders(body))
+    await t.deps.webhooks.worker.settled()
+    expect((await events(t))[0]).toMatchObject({
+      status: 'failed',
+      error: 'failed after the write',
+    })
+    expect(await userByEmail(t, 'half@example.com')).toBeNull()
   })
 
   test('a failing handler marks the event failed with its error, and a retry with backoff succeeds', async () => {
@@ -365,14 +384,16 @@ describe('the user and customer handlers', () => {
   test('created and updated upsert by email (name from data.object.name); deleted removes', async () => {
     using t = webhookApp()
     await send(t, 'customer.created', { email: 'Cus@Example.com', name: 'Cus Tomer' })
-    const created = t.deps.users.get(userByEmail(t, 'cus@example.com')?.id ?? 0)
+    const created = await t.deps.users.get((await userByEmail(t, 'cus@example.com'))?.id ?? 0)
     expect(created).toMatchObject({ name: 'Cus Tomer', email: 'Cus@Example.com' })
     await send(t, 'customer.updated', { email: 'cus@example.com', name: 'Renamed' })
-    expect(t.deps.users.get(created?.id ?? 0)?.name).toBe('Renamed')
+    expect((await t.deps.users.get(created?.id ?? 0))?.name).toBe('Renamed')
     await send(t, 'user.updated', { email: 'fresh@example.com' })
-    expect(t.deps.users.get(userByEmail(t, 'fresh@example.com')?.id ?? 0)?.name).toBe('fresh')
+    expect(
+      (await t.deps.users.get((await userByEmail(t, 'fresh@example.com'))?.id ?? 0))?.name,
+    ).toBe('fresh')
     await send(t, 'user.deleted', { email: 'CUS@example.com' })
-    expect(userByEmail(t, 'cus@example.com')).toBeNull()
+    expect(await userByEmail(t, 'cus@example.com')).toBeNull()
   })
 
   test('*.deleted for an unknown email is a no-op that ends processed', async () => {
@@ -407,7 +428,7 @@ describe('refusals', () => {
       expectEnvelope(await deliver(t, body, headers), 400, 'INVALID_SIGNATURE')
     expectEnvelope(await deliver(t, body.replace('x@', 'y@'), valid), 400, 'INVALID_SIGNATURE')
     expectEnvelope(await deliver(t, '', valid), 400, 'INVALID_SIGNATURE')
-    expect(t.deps.webhooks.inbox.count()).toBe(0)
+    expect(await t.deps.webhooks.inbox.count()).toBe(0)
   })
 
   test('without a configured secret every delivery is refused', async () => {
@@ -422,7 +443,7 @@ describe('refusals', () => {
     for (const body of ['not json', '{"type":', '\u00ff\u00fe']) {
       expectEnvelope(await deliver(t, body, await githubHeaders(body)), 400, 'BAD_REQUEST')
     }
-    expect(t.deps.webhooks.inbox.count()).toBe(0)
+    expect(await t.deps.webhooks.inbox.count()).toBe(0)
   })
 
   test.each([
@@ -531,10 +552,9 @@ describe('a restart', () => {
     await second.webhooks.worker.settled()
     expect(second.users.byEmail('a@example.com')).not.toBeNull()
     expect(second.users.byEmail('b@example.com')).not.toBeNull()
-    expect(second.webhooks.inbox.list({ limit: 10, offset: 0 }).data.map((e) => e.status)).toEqual([
-      'processed',
-      'processed',
-    ])
+    expect(
+      (await second.webhooks.inbox.list({ limit: 10, offset: 0 })).data.map((e) => e.status),
+    ).toEqual(['processed', 'processed'])
     await second.webhooks.worker.stop()
     second.close()
   })
@@ -565,7 +585,9 @@ describe('shutdown', () => {
     await server.stop()
     expect(finished).toBe(true)
     const reopened = makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
-    expect(reopened.webhooks.inbox.list({ limit: 1, offset: 0 }).data[0]?.status).toBe('processed')
+    expect((await reopened.webhooks.inbox.list({ limit: 1, offset: 0 })).data[0]?.status).toBe(
+      'processed',
+    )
     reopened.close()
   })
 })

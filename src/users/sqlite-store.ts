@@ -3,9 +3,9 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Store } from '../db/client'
 import type { PageRequest } from '../db/page'
 import { users } from '../db/schema'
+import { settle } from '../db/settle'
 import { fieldDetail } from '../errors/details'
 import { conflict, notFound, preconditionFailed, validationFailed } from '../errors/errors'
-import { createUserTransfer } from './bulk'
 import {
   emailKey,
   type NewUser,
@@ -16,7 +16,9 @@ import {
   type WriteGuard,
 } from './records'
 import type { User } from './schema'
-import { FilteredQueries, type SearchRequest, type SearchResult } from './search'
+import { FilteredQueries, type SearchRequest } from './search'
+import { createSqliteUserBulk } from './sqlite-bulk'
+import type { UserStore, UserWrites } from './store'
 
 export type Clock = () => Date
 
@@ -30,20 +32,24 @@ const recordColumns = {
   version: users.version,
 }
 
-export type UserService = ReturnType<typeof createUserService>
+/** The SQLite users store, and its writes as a unit of work sees them. */
+export interface SqliteUserStore extends UserStore {
+  readonly inUnit: UserWrites
+}
 
 /**
- * Users over the database. Every per-request query is prepared once here. Reads use the reader
+ * Users in SQLite. Every per-request query is prepared once here. Reads use the reader
  * connection (committed data only). `create`, `update` and `remove` go through the group
- * commit and settle once their write is durable; the `inWrite` functions are the same writes
- * for work that already runs inside one (an Idempotency-Key's bookkeeping, a webhook handler),
- * and read on the writer so they see that work's own uncommitted rows.
+ * commit and settle once their write is durable; `inUnit` holds the same writes for a unit of
+ * work, which already runs inside it: they read on the writer, so they see the unit's own
+ * uncommitted rows. With one writer, If-Match's compare-and-set is a read and a write in one
+ * savepoint.
  */
-export function createUserService(
+export function createSqliteUserStore(
   store: Store,
   now: Clock,
   hooks: { onPasswordChange?: (userId: number) => void } = {},
-) {
+): SqliteUserStore {
   const { db, writes } = store
   const sqlite = store.reader
   const writer = db.$client
@@ -143,7 +149,7 @@ export function createUserService(
     ) as UserRecord
   }
 
-  /** The writes, for work already inside a group transaction (see WriteQueue). */
+  /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
   const inWrite = {
     /** Creates a user; CONFLICT when the email is taken (without regard to case). */
     create(input: NewUser): UserRecord {
@@ -187,48 +193,33 @@ export function createUserService(
   }
 
   return {
-    inWrite,
-
-    create: (input: NewUser): Promise<UserRecord> => writes.run(() => inWrite.create(input)),
-
-    update: (id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord> =>
-      writes.run(() => inWrite.update(id, changes, guard)),
-
-    remove: (id: number, guard: WriteGuard): Promise<void> =>
-      writes.run(() => inWrite.remove(id, guard)),
-
-    get(id: number): UserRecord | null {
-      return byId.get(id)
+    inUnit: {
+      create: (input) => settle(() => inWrite.create(input)),
+      update: (id, changes, guard) => settle(() => inWrite.update(id, changes, guard)),
+      remove: (id, guard) => settle(() => inWrite.remove(id, guard)),
+      idByEmail: (email) => settle(() => inWrite.idByEmail(email)),
     },
-
-    list(request: PageRequest): { data: User[]; total: number } {
-      return readPage(request)
-    },
-
-    /** The v2 list: filters, and an offset or a keyset position. See SearchResult. */
-    search(request: SearchRequest): SearchResult {
-      return readSearch(request)
-    },
-
-    ...createUserTransfer(store, now),
-
-    /** id and password hash by email, compared without regard to case (for sign-in). */
-    byEmail(email: string): { id: number; passwordHash: string | null } | null {
-      const row = byEmailKey.get(emailKey(email))
-      return row === null ? null : { id: row.id, passwordHash: row.password_hash }
-    },
-
-    count(): number {
-      return total.get()?.n ?? 0
-    },
-
-    /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
-    withPasswordHash(userId: number): { user: UserRecord; passwordHash: string | null } | null {
-      const row = withHashById.get(userId)
-      if (row === null) return null
-      const { password_hash: passwordHash, ...user } = row
-      return { user, passwordHash }
-    },
+    create: (input) => writes.run(() => inWrite.create(input)),
+    update: (id, changes, guard) => writes.run(() => inWrite.update(id, changes, guard)),
+    remove: (id, guard) => writes.run(() => inWrite.remove(id, guard)),
+    idByEmail: (email) => settle(() => byEmailKey.get(emailKey(email))?.id ?? null),
+    get: (id) => settle(() => byId.get(id)),
+    list: (request) => settle(() => readPage(request)),
+    search: (request) => settle(() => readSearch(request)),
+    count: () => settle(() => total.get()?.n ?? 0),
+    byEmail: (email) =>
+      settle(() => {
+        const row = byEmailKey.get(emailKey(email))
+        return row === null ? null : { id: row.id, passwordHash: row.password_hash }
+      }),
+    withPasswordHash: (userId) =>
+      settle(() => {
+        const row = withHashById.get(userId)
+        if (row === null) return null
+        const { password_hash: passwordHash, ...user } = row
+        return { user, passwordHash }
+      }),
+    ...createSqliteUserBulk(store, now),
   }
 }
 

@@ -1,0 +1,105 @@
+import { createHmac } from 'node:crypto'
+import { lt, sql } from 'drizzle-orm'
+import type { Store } from '../db/client'
+import { idempotencyKeys } from '../db/schema'
+import { installSecret } from '../db/settings'
+import { settle } from '../db/settle'
+import { fieldDetail } from '../errors/details'
+import { conflict } from '../errors/errors'
+import {
+  canonicalJson,
+  IDEMPOTENCY_TTL_MS,
+  type IdempotencyClaims,
+  type IdempotencyStore,
+  type StoredAnswer,
+} from './store'
+
+interface StoredRow extends StoredAnswer {
+  fingerprint: string
+}
+
+/** The SQLite idempotency store, and its claims as a unit of work sees them. */
+export interface SqliteIdempotencyStore extends IdempotencyStore {
+  readonly inUnit: IdempotencyClaims
+}
+
+/**
+ * Idempotency keys in SQLite. With one writer, a claim is a read on the writer (it sees
+ * answers not yet committed, and no other unit runs between it and the unit's end).
+ */
+export function createSqliteIdempotencyStore(
+  store: Store,
+  now: () => number,
+): SqliteIdempotencyStore {
+  const { db, writes } = store
+  const secret = installSecret(db, 'idempotency_hmac_key')
+  const findText =
+    'SELECT fingerprint, status, body, location FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?'
+  // Before the work, committed answers (the reader); inside the write, the writer's view too.
+  const findCommitted = store.reader.query<StoredRow, [string, string, number]>(findText)
+  const findCurrent = db.$client.query<StoredRow, [string, string, number]>(findText)
+  const save = db
+    .insert(idempotencyKeys)
+    .values({
+      scope: sql.placeholder('scope'),
+      key: sql.placeholder('key'),
+      fingerprint: sql.placeholder('fingerprint'),
+      status: sql.placeholder('status'),
+      body: sql.placeholder('body'),
+      location: sql.placeholder('location'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    // An expired row for the same key may still be there; the new answer takes its place.
+    .onConflictDoUpdate({
+      target: [idempotencyKeys.scope, idempotencyKeys.key],
+      set: {
+        fingerprint: sql`excluded.fingerprint`,
+        status: sql`excluded.status`,
+        body: sql`excluded.body`,
+        location: sql`excluded.location`,
+        createdAt: sql`excluded.created_at`,
+      },
+    })
+    .prepare()
+
+  function answerOf(row: StoredRow | null, key: string, fingerprint: string): StoredAnswer | null {
+    if (row === null) return null
+    if (row.fingerprint !== fingerprint) {
+      throw conflict('This Idempotency-Key was already used with a different request body', [
+        fieldDetail('Idempotency-Key', 'was used with a different request body', key),
+      ])
+    }
+    return { status: row.status, body: row.body, location: row.location }
+  }
+
+  const findClaim = (scope: string, key: string, fingerprint: string) =>
+    answerOf(findCurrent.get(scope, key, now() - IDEMPOTENCY_TTL_MS), key, fingerprint)
+
+  return {
+    inUnit: {
+      claim: (scope, key, fingerprint) => settle(() => findClaim(scope, key, fingerprint)),
+      complete: (scope, key, fingerprint, answer) =>
+        settle(() => {
+          save.run({ scope, key, fingerprint, ...answer, createdAt: now() })
+        }),
+    },
+
+    fingerprint(body: unknown): string {
+      return createHmac('sha256', secret).update(canonicalJson(body)).digest('base64url')
+    },
+
+    lookup: (scope, key, fingerprint) =>
+      settle(() =>
+        answerOf(findCommitted.get(scope, key, now() - IDEMPOTENCY_TTL_MS), key, fingerprint),
+      ),
+
+    async purgeExpired(): Promise<void> {
+      await writes.run(() =>
+        db
+          .delete(idempotencyKeys)
+          .where(lt(idempotencyKeys.createdAt, now() - IDEMPOTENCY_TTL_MS))
+          .run(),
+      )
+    },
+  }
+}

@@ -1,0 +1,143 @@
+import type { Store } from '../db/client'
+import { settle } from '../db/settle'
+import type { FileRecord, NewUpload, StoredFile, UploadRecord, UploadRecords } from './records'
+
+interface UploadRow {
+  id: string
+  description: string | null
+  public: number
+  owner_user_id: number | null
+  owner_key_id: number | null
+  created_at: string
+}
+
+interface FileRow {
+  id: string
+  upload_id: string
+  field: string
+  filename: string
+  content_type: string
+  size: number
+  sha256: string
+}
+
+/** The SQLite upload rows, and the start-up sweep's question about a file. */
+export interface SqliteUploadRecords extends UploadRecords {
+  /** Whether a file with this id is registered (committed or not; the sweep runs at start). */
+  isKnownFile(fileId: string): boolean
+}
+
+/** Upload and file rows in SQLite (see UploadRecords). */
+export function createSqliteUploadRecords(store: Store, now: () => Date): SqliteUploadRecords {
+  const sqlite = store.db.$client
+  const { reader, writes } = store
+  const insertUpload = sqlite.query(
+    'INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  )
+  const insertFile = sqlite.query(
+    'INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
+  const uploadById = reader.query<UploadRow, [string]>('SELECT * FROM uploads WHERE id = ?')
+  const filesOf = reader.query<FileRow, [string]>(
+    'SELECT * FROM files WHERE upload_id = ? ORDER BY position',
+  )
+  const fileIdsOf = sqlite.query<{ id: string }, [string]>(
+    'SELECT id FROM files WHERE upload_id = ?',
+  )
+  const fileById = reader.query<FileRow & Omit<UploadRow, 'id'>, [string]>(
+    'SELECT f.*, u.description, u.public, u.owner_user_id, u.owner_key_id, u.created_at FROM files f, uploads u WHERE f.id = ? AND u.id = f.upload_id',
+  )
+  const fileExists = sqlite.query<{ found: number }, [string]>(
+    'SELECT 1 AS found FROM files WHERE id = ?',
+  )
+  const deleteUpload = sqlite.query('DELETE FROM uploads WHERE id = ?')
+  const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
+  // Newest first: created_at, then the order of insertion within one millisecond.
+  const newest = reader.query<UploadRow, [number, number]>(
+    'SELECT * FROM uploads ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
+  )
+  const readPage = reader.transaction((page: { limit: number; offset: number }) => ({
+    data: newest.all(page.limit, page.offset).map((row) => toRecord(row, filesOf.all(row.id))),
+    total: total.get()?.n ?? 0,
+  }))
+  const readUpload = (id: string): UploadRecord | null => {
+    const row = uploadById.get(id)
+    return row === null ? null : toRecord(row, filesOf.all(id))
+  }
+
+  return {
+    async insert(upload: NewUpload, place: () => void): Promise<UploadRecord> {
+      const createdAt = now().toISOString()
+      await writes.run(() => {
+        insertUpload.run(
+          upload.id,
+          upload.description,
+          upload.isPublic ? 1 : 0,
+          upload.owner.userId,
+          upload.owner.keyId,
+          createdAt,
+        )
+        upload.files.forEach((file, position) => {
+          insertFile.run(
+            file.fileId,
+            upload.id,
+            file.field,
+            file.filename,
+            file.contentType,
+            file.size,
+            file.sha256,
+            position,
+          )
+        })
+        place()
+      })
+      return readUpload(upload.id) as UploadRecord
+    },
+
+    get: (id) => settle(() => readUpload(id)),
+
+    file: (id) =>
+      settle((): StoredFile | null => {
+        const row = fileById.get(id)
+        if (row === null) return null
+        return {
+          ...toFile(row),
+          uploadId: row.upload_id,
+          isPublic: row.public === 1,
+          owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+        }
+      }),
+
+    remove: (id) =>
+      writes.run(() => {
+        const ids = fileIdsOf.all(id).map((row) => row.id)
+        return deleteUpload.run(id).changes > 0 ? ids : null
+      }),
+
+    count: () => settle(() => total.get()?.n ?? 0),
+    list: (page) => settle(() => readPage(page)),
+    isKnownFile: (fileId) => fileExists.get(fileId) !== null,
+  }
+}
+
+function toRecord(row: UploadRow, files: FileRow[]): UploadRecord {
+  return {
+    id: row.id,
+    description: row.description,
+    isPublic: row.public === 1,
+    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+    createdAt: row.created_at,
+    files: files.map(toFile),
+  }
+}
+
+function toFile(row: FileRow): FileRecord {
+  return {
+    id: row.id,
+    field: row.field,
+    filename: row.filename,
+    contentType: row.content_type,
+    size: row.size,
+    sha256: row.sha256,
+  }
+}
