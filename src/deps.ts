@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { ApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
-import { LoginLimiter } from './auth/limiter'
+import { LoginLimiter, MemoryLoginFailures } from './auth/limiter'
 import type { CredentialStore } from './auth/sessions'
 import { createSqliteApiKeyStore } from './auth/sqlite-api-keys'
 import { createSqliteCredentialStore } from './auth/sqlite-sessions'
@@ -134,7 +134,7 @@ export function makeDeps(
   const idempotency = createSqliteIdempotencyStore(store, clock)
   const credentials = createSqliteCredentialStore(store, clock)
   const apiKeys = createSqliteApiKeyStore(store, now)
-  const limiter = new LoginLimiter(clock)
+  const limiter = new LoginLimiter(new MemoryLoginFailures(), clock)
   const users = createSqliteUserStore(store, now, {
     onPasswordChange: credentials.revokeAllForUserInWrite,
   })

@@ -103,16 +103,16 @@ export function createAuthenticator(deps: {
     password: string,
     ip: string,
   ): Promise<{ id: number; passwordHash: string } | null> {
-    const attempt = deps.limiter.attempt(address, ip)
+    const attempt = await deps.limiter.attempt(address, ip)
     if ('retryAfter' in attempt) throw tooManyAttempts(attempt.retryAfter)
     try {
       const user = await deps.users.byEmail(address)
       const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
       if (user === null || user.passwordHash === null || !ok) {
-        attempt.failed()
+        await attempt.failed()
         return null
       }
-      attempt.succeeded()
+      await attempt.succeeded()
       return { id: user.id, passwordHash: user.passwordHash }
     } finally {
       attempt.abandoned()
