@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia'
 import { accountRoutes } from './account/routes'
 import { csrfGuard } from './auth/csrf'
+import { authPlugin } from './auth/plugin'
 import { authRoutes } from './auth/routes'
 import { consoleRoutes } from './console/routes'
 import { type Deps, VERSION } from './deps'
 import { docsRoutes } from './docs/routes'
-import { healthRoutes } from './health/routes'
+import { healthChecks, healthRoutes } from './health/routes'
 import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
 import { corsPolicy } from './http/cors'
@@ -65,15 +66,16 @@ export function createApp(
     .use(csrfGuard(deps.config))
     .use(docsRoutes(VERSION))
     .use(consoleRoutes())
-    .use(metricsRoutes(deps))
+    .use(metricsRoutes(deps.metrics.render))
+  const inputs = routeInputs(deps)
   for (const [prefix, version] of MOUNTS) {
-    app.use(healthRoutes(deps, VERSION, prefix))
-    app.use(userExportRoutes(deps, prefix))
-    app.use(usersRoutes(deps, prefix, version))
-    app.use(accountRoutes(deps, prefix))
-    app.use(authRoutes(deps, prefix))
-    app.use(uploadRoutes(deps, prefix))
-    app.use(webhookRoutes(deps, prefix))
+    app.use(healthRoutes(inputs.health, prefix))
+    app.use(userExportRoutes(inputs.userExport, prefix))
+    app.use(usersRoutes(inputs.users, prefix, version))
+    app.use(accountRoutes(inputs.account, prefix))
+    app.use(authRoutes(inputs.apiKeys, prefix))
+    app.use(uploadRoutes(inputs.uploads, prefix))
+    app.use(webhookRoutes(inputs.webhooks, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)
@@ -81,3 +83,59 @@ export function createApp(
 }
 
 export type App = ReturnType<typeof createApp>
+
+/**
+ * What each route module is given: only what it uses, taken from the deps here, so that no
+ * feature imports deps.ts (see docs/ARCHITECTURE.md). One auth plugin and one set of health
+ * checks serve every mount.
+ */
+function routeInputs(deps: Deps) {
+  const { config, users, clock } = deps
+  const auth = authPlugin(deps.authenticator, config)
+  return {
+    health: {
+      checks: healthChecks({
+        clock,
+        disk: deps.disk,
+        checkDatabase: deps.checkDatabase,
+        checkStorage: () => deps.fileStore.check(),
+      }),
+      version: VERSION,
+      clock,
+      startedAt: deps.startedAt,
+      publicUrl: config.publicUrl,
+    },
+    userExport: { auth, users, clock },
+    users: {
+      auth,
+      users,
+      idempotency: deps.idempotency,
+      transaction: deps.transaction,
+      config,
+    },
+    account: {
+      auth,
+      authenticator: deps.authenticator,
+      users,
+      credentials: deps.credentials,
+      config,
+    },
+    apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config },
+    uploads: {
+      auth,
+      uploads: deps.uploads,
+      fileStore: deps.fileStore,
+      uploadStored: deps.metrics.uploadStored,
+      config,
+    },
+    webhooks: {
+      auth,
+      inbox: deps.webhooks.inbox,
+      wakeWorker: () => deps.webhooks.worker.wake(),
+      countEvent: (scheme: string, status: string) =>
+        deps.metrics.webhookEvents.inc({ scheme, status }),
+      clock,
+      config,
+    },
+  }
+}

@@ -65,6 +65,8 @@ export interface Deps {
   readonly databaseFile: FileIdentityGuard
   /** Where the local file store keeps uploads (tests look inside; nothing in src does). */
   readonly uploadDir: string
+  /** Throws when the database does not answer or its file is no longer the one opened. */
+  checkDatabase(): void
   /** Whether writes are being refused for lack of space (507s), for /health. */
   readonly disk: DiskWatch
   readonly users: UserStore
@@ -129,6 +131,8 @@ export function makeDeps(
     },
   })
   const store: Store = { db, reader: openReader(dbPath), writes }
+  // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
+  const ping = db.$client.query('SELECT count(*) FROM __drizzle_migrations')
   // Date.now, not a Date per call, when the clock is the system's (the hot paths read it).
   const clock = now === systemNow ? Date.now : () => now().getTime()
   const idempotency = createSqliteIdempotencyStore(store, clock)
@@ -177,6 +181,10 @@ export function makeDeps(
     startedAt: clock(),
     dbPath,
     databaseFile,
+    checkDatabase() {
+      ping.get()
+      databaseFile.check()
+    },
     uploadDir,
     disk,
     users,

@@ -1,15 +1,16 @@
 import { Elysia } from 'elysia'
+import type { Authenticator } from '../auth/authenticator'
 import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
-import { authPlugin, isSecure } from '../auth/plugin'
+import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
 import { principalOf } from '../auth/principal'
-import { ACCESS_TOKEN_TTL_MS } from '../auth/sessions'
-import type { Deps } from '../deps'
+import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../auth/sessions'
 import { fieldDetail } from '../errors/details'
 import { AppError, validationFailed } from '../errors/errors'
 import { clientIp } from '../http/client'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { toView } from '../users/records'
 import type { User } from '../users/schema'
+import type { UserStore } from '../users/store'
 import { loginBody } from './login-body'
 import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
 
@@ -20,8 +21,17 @@ const NO_STORE = 'no-store'
  * The account routes: /login, /logout, /me and /secure under one prefix. They sit above both
  * auth (credentials) and users (the records a credential names), so either may be used here.
  */
-export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { users, credentials, authenticator, config } = deps
+/** What the account routes are given by the composition root. */
+export interface AccountRouteInputs {
+  auth: AuthPlugin
+  authenticator: Pick<Authenticator, 'signIn'>
+  users: Pick<UserStore, 'get'>
+  credentials: CredentialStore
+  config: CookieSecurity
+}
+
+export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, users, credentials, authenticator, config } = inputs
 
   /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
   const userRecord = async (userId: number): Promise<User> => {
@@ -38,7 +48,7 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   }
 
   return new Elysia({ prefix })
-    .use(authPlugin(deps))
+    .use(auth)
     .post(
       '/login',
       async ({ body, request, server, cookie, set }) => {
@@ -48,7 +58,7 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         if (user === null)
           throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
         const issued = await credentials.issue(user.id)
-        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, deps))
+        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
         set.headers['cache-control'] = NO_STORE
         return {
           user: await userRecord(user.id),
@@ -98,7 +108,7 @@ export function accountRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
         }
         // Answered once the revocations are durable (they share one group commit).
         await Promise.all(revoked)
-        clearSessionCookie(session, isSecure(request, deps))
+        clearSessionCookie(session, isSecure(request, config))
         set.status = 204
         return ''
       },

@@ -1,9 +1,14 @@
 import type { Context } from 'elysia'
 import { Elysia } from 'elysia'
-import type { Deps } from '../deps'
+import type { Config } from '../config'
 import { badRequest } from '../errors/errors'
 import { cameOverTls, clientIp } from '../http/client'
-import { type Authenticated, type Presented, unauthorized } from './authenticator'
+import {
+  type Authenticated,
+  type Authenticator,
+  type Presented,
+  unauthorized,
+} from './authenticator'
 import { sessionCookieHeader, sessionFromCookieHeader } from './cookies'
 import { type Principal, type Scheme, setPrincipal } from './principal'
 
@@ -13,25 +18,16 @@ export interface AuthRequirement {
   optional?: boolean
 }
 
-const plugins = new WeakMap<Deps, ReturnType<typeof createAuthPlugin>>()
+/** Whether a cookie set for this request should carry `Secure`. */
+export type CookieSecurity = Pick<Config, 'cookieSecure' | 'trustProxy'>
 
 /**
  * The `auth` macro: `{ auth: { schemes: ['bearer', 'session'] } }` authenticates the request
  * before its body is validated (so a caller without credentials gets 401, not 422) and leaves
- * the principal for `principalOf(set)`. One instance per deps, so every route module can use it.
+ * the principal for `principalOf(set)`. Made once by the composition root and handed to every
+ * route module that takes credentials.
  */
-export function authPlugin(deps: Deps) {
-  let plugin = plugins.get(deps)
-  if (plugin === undefined) {
-    plugin = createAuthPlugin(deps)
-    plugins.set(deps, plugin)
-  }
-  return plugin
-}
-
-function createAuthPlugin(deps: Deps) {
-  const { config, authenticator } = deps
-
+export function authPlugin(authenticator: Authenticator, config: CookieSecurity) {
   /** Checks the outcome and leaves the principal (and a renewed cookie) for the route. */
   const settle = (
     result: Authenticated,
@@ -46,7 +42,7 @@ function createAuthPlugin(deps: Deps) {
     if (result.renewedSession !== undefined) {
       set.headers['set-cookie'] = sessionCookieHeader(
         result.renewedSession,
-        isSecure(request, deps),
+        isSecure(request, config),
       )
     }
   }
@@ -71,9 +67,11 @@ function createAuthPlugin(deps: Deps) {
 }
 
 /** Whether the session cookie should carry `Secure`. */
-export function isSecure(request: Request, deps: Deps): boolean {
-  return deps.config.cookieSecure || cameOverTls(request, deps.config.trustProxy)
+export function isSecure(request: Request, config: CookieSecurity): boolean {
+  return config.cookieSecure || cameOverTls(request, config.trustProxy)
 }
+
+export type AuthPlugin = ReturnType<typeof authPlugin>
 
 function presentedCredentials(request: Request): Presented {
   const url = request.url

@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia'
+import type { Config } from '../config'
 import { parseRowId } from '../db/row-id'
-import type { Deps } from '../deps'
 import { notFound } from '../errors/errors'
 import { jsonBody } from '../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
-import { authPlugin } from './plugin'
+import type { ApiKeyStore } from './api-keys'
+import type { AuthPlugin } from './plugin'
 import { principalOf } from './principal'
 import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey } from './schema'
 
@@ -13,19 +14,28 @@ const tags = ['credentials']
 const NO_STORE = 'no-store'
 
 /** /data and /api-keys under one prefix: the routes an API key is for. */
-export function authRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { apiKeys, config } = deps
+/** What the API-key routes are given by the composition root. */
+export interface AuthRouteInputs {
+  auth: AuthPlugin
+  apiKeys: ApiKeyStore
+  /** Row counts for GET /data. */
+  counts: () => Promise<{ users: number; uploads: number; webhook_events: number }>
+  config: Pick<Config, 'publicUrl'>
+}
+
+export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, apiKeys, counts, config } = inputs
   const listPath = `${prefix}/api-keys`
 
   return new Elysia({ prefix })
-    .use(authPlugin(deps))
+    .use(auth)
     .get(
       '/data',
       async ({ set }) => {
         const principal = principalOf(set)
         const key =
           principal?.kind === 'apiKey' ? { id: principal.keyId, name: principal.name } : null
-        return { data: await deps.counts(), key }
+        return { data: await counts(), key }
       },
       {
         auth: { schemes: ['apiKey'] },

@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
-import type { Deps } from '../deps'
 import { AppError } from '../errors/errors'
 import { errorBody } from '../http/error-handler'
 import { jsonResponse } from '../http/json-response'
@@ -34,8 +33,17 @@ type CheckState = 'ok' | 'failing'
  * directory is writable, else 503 with `status: unavailable` plus the error envelope's fields.
  * The checks run at most once a second; the answer between runs is built from their result.
  */
-export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '/v2') {
-  const checks = healthChecks(deps)
+export function healthRoutes(
+  inputs: {
+    checks: () => CheckResults
+    version: string
+    clock: () => number
+    startedAt: number
+    publicUrl: string | null
+  },
+  prefix: '' | '/v1' | '/v2',
+) {
+  const { checks, version, clock, startedAt, publicUrl } = inputs
   return new Elysia({ prefix }).get(
     '/health',
     ({ request, set }) => {
@@ -44,7 +52,7 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
       const body = {
         status: healthy ? 'ok' : 'unavailable',
         version,
-        uptime_s: Math.floor((deps.clock() - deps.startedAt) / 1000),
+        uptime_s: Math.floor((clock() - startedAt) / 1000),
         checks: { database, storage, disk },
         disk_free_bytes: freeBytes,
       } as const
@@ -56,7 +64,7 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
         )
       const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
       const requestId = String(set.headers['x-request-id'])
-      const docsBase = publicBaseUrl(request, deps.config.publicUrl)
+      const docsBase = publicBaseUrl(request, publicUrl)
       return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
     },
     {
@@ -72,16 +80,22 @@ export function healthRoutes(deps: Deps, version: string, prefix: '' | '/v1' | '
 }
 
 /** The checks, re-run when their last result is older than HEALTH_CHECK_INTERVAL_MS. */
-interface CheckResults {
+export interface CheckResults {
   database: CheckState
   storage: CheckState
   disk: CheckState
   freeBytes: number | null
 }
 
-export function healthChecks(deps: Deps): () => CheckResults {
-  // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
-  const ping = deps.db.$client.query('SELECT count(*) FROM __drizzle_migrations')
+/** What /health checks; each check throws when it fails. */
+export interface HealthSources {
+  clock: () => number
+  disk: { state(): { full: boolean; freeBytes: number | null } }
+  checkDatabase: () => void
+  checkStorage: () => void
+}
+
+export function healthChecks(sources: HealthSources): () => CheckResults {
   let checkedAt = Number.NEGATIVE_INFINITY
   let result: CheckResults = { database: 'ok', storage: 'ok', disk: 'ok', freeBytes: null }
   const passes = (check: () => unknown): CheckState => {
@@ -93,18 +107,15 @@ export function healthChecks(deps: Deps): () => CheckResults {
     }
   }
   return () => {
-    const now = deps.clock()
+    const now = sources.clock()
     if (now - checkedAt >= HEALTH_CHECK_INTERVAL_MS) {
       checkedAt = now
-      const disk = deps.disk.state()
+      const disk = sources.disk.state()
       result = {
         disk: disk.full ? 'failing' : 'ok',
         freeBytes: disk.freeBytes,
-        database: passes(() => {
-          ping.get()
-          deps.databaseFile.check()
-        }),
-        storage: passes(() => deps.fileStore.check()),
+        database: passes(sources.checkDatabase),
+        storage: passes(sources.checkStorage),
       }
     }
     return result

@@ -1,5 +1,4 @@
 import { Elysia } from 'elysia'
-import type { Deps } from '../deps'
 
 export const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
@@ -7,13 +6,13 @@ export const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
  * GET /metrics (unversioned only): Prometheus text. Open like /health: it holds counts and
  * timings, no user data; put it behind the firewall with the rest of the operator's ports.
  */
-export function metricsRoutes(deps: Deps) {
+export function metricsRoutes(render: () => Promise<string>) {
   return new Elysia().get(
     '/metrics',
     ({ set }) => {
       set.headers['content-type'] = METRICS_TYPE
       set.headers['cache-control'] = 'no-store'
-      return deps.metrics.render()
+      return render()
     },
     {
       detail: {

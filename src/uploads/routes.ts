@@ -1,15 +1,16 @@
 import { Elysia } from 'elysia'
-import { authPlugin } from '../auth/plugin'
+import type { AuthPlugin } from '../auth/plugin'
 import {
   ANY_CREDENTIAL_SECURITY as ANY_CREDENTIAL,
   ANY_SCHEME,
   principalOf,
 } from '../auth/principal'
+import type { Config } from '../config'
 import { ID_FORMAT } from '../db/random-id'
-import type { Deps } from '../deps'
 import { notFound, unsupportedMediaType } from '../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
+import type { FileStore } from '../storage/file-store'
 import { ownerOf, requireDeleter, requireReader } from './access'
 import { fileResponse } from './download'
 import { MAX_DESCRIPTION } from './fields'
@@ -17,13 +18,23 @@ import { type IncomingUpload, receiveMultipart } from './multipart'
 import { cleanContentType } from './names'
 import { receiveRaw } from './raw-body'
 import { DeletedUpload, UploadPage, UploadView } from './schema'
-import type { UploadRecord } from './service'
+import type { FileRecord, UploadRecord, UploadService } from './service'
 
 const tags = ['uploads']
 
 /** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, under one prefix. */
-export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { uploads, fileStore, config } = deps
+/** What the upload routes are given by the composition root. */
+export interface UploadRouteInputs {
+  auth: AuthPlugin
+  uploads: UploadService
+  fileStore: FileStore
+  /** Counts stored files for the metrics. */
+  uploadStored: (files: readonly FileRecord[]) => void
+  config: Pick<Config, 'maxFileSize' | 'maxFiles' | 'maxUploadSize' | 'publicUrl' | 'usersAccess'>
+}
+
+export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, uploads, fileStore, uploadStored, config } = inputs
   const limits = {
     maxFileSize: config.maxFileSize,
     maxFiles: config.maxFiles,
@@ -33,7 +44,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   const view = (upload: UploadRecord) => uploadView(upload, prefix)
 
   return new Elysia({ prefix })
-    .use(authPlugin(deps))
+    .use(auth)
     .post(
       '/upload',
       async ({ request, set }) => {
@@ -48,7 +59,7 @@ export function uploadRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
             'Send the upload as multipart/form-data or application/octet-stream',
           )
         const upload = await uploads.accept(incoming, ownerOf(principalOf(set)))
-        deps.metrics.uploadStored(upload.files)
+        uploadStored(upload.files)
         set.status = 201
         set.headers.location = `${prefix}/uploads/${upload.id}`
         return view(upload)

@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia'
-import { authPlugin } from '../auth/plugin'
-import type { Deps } from '../deps'
+import type { AuthPlugin } from '../auth/plugin'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { QueryReader } from '../http/query'
+import type { UserStore } from './store'
 import { exportChunks, type TransferFormat } from './transfer'
 
 const MEDIA_TYPES: Record<TransferFormat, string> = {
@@ -14,15 +14,19 @@ const MEDIA_TYPES: Record<TransferFormat, string> = {
  * GET /users/export?format=csv|jsonl (API key): every user, streamed, the same lines as
  * `roster users export` (never the password hashes: those leave only through the CLI).
  */
-export function userExportRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  return new Elysia({ prefix }).use(authPlugin(deps)).get(
+export function userExportRoutes(
+  inputs: { auth: AuthPlugin; users: Pick<UserStore, 'exportAll'>; clock: () => number },
+  prefix: '' | '/v1' | '/v2',
+) {
+  const { auth, users, clock } = inputs
+  return new Elysia({ prefix }).use(auth).get(
     '/users/export',
     ({ request }) => {
       const query = new QueryReader(request.url)
       const format = query.oneOf('format', ['jsonl', 'csv'] as const, 'jsonl')
       query.assertValid()
-      const day = new Date(deps.clock()).toISOString().slice(0, 10)
-      return new Response(streamText(exportChunks(deps.users.exportAll(), format, false)), {
+      const day = new Date(clock()).toISOString().slice(0, 10)
+      return new Response(streamText(exportChunks(users.exportAll(), format, false)), {
         headers: {
           'content-type': MEDIA_TYPES[format],
           'content-disposition': `attachment; filename="roster-users-${day}.${format}"`,

@@ -1,9 +1,10 @@
 import { type Context, Elysia } from 'elysia'
 import { hashPassword } from '../auth/passwords'
-import { authPlugin } from '../auth/plugin'
+import type { AuthPlugin } from '../auth/plugin'
 import { principalKey, principalOf } from '../auth/principal'
+import type { Config } from '../config'
 import { parseRowId } from '../db/row-id'
-import type { Deps } from '../deps'
+import type { Transaction } from '../db/unit'
 import { notFound } from '../errors/errors'
 import { noneMatch } from '../http/conditional'
 import { jsonBody } from '../http/json-body'
@@ -14,7 +15,12 @@ import {
   OFFSET_PAGE_PARAMETERS,
 } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
-import { idempotencyKeyOf, once } from '../idempotency/store'
+import {
+  type IdempotencyClaims,
+  type IdempotencyStore,
+  idempotencyKeyOf,
+  once,
+} from '../idempotency/store'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
 import { answerWith, replay } from './idempotent-answers'
@@ -36,6 +42,7 @@ import {
   UserPageV2,
   UserView,
 } from './schema'
+import type { UserStore, UserWrites } from './store'
 import { v2Page } from './v2-list'
 
 export type ApiVersion = 1 | 2
@@ -51,8 +58,21 @@ export function parseUserId(text: string): number {
  * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
  * except the list, which v2 extends with keyset cursors and filters.
  */
-export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: ApiVersion) {
-  const { users, idempotency, transaction, config } = deps
+/** What the users routes are given by the composition root. */
+export interface UsersRouteInputs {
+  auth: AuthPlugin
+  users: UserStore
+  idempotency: IdempotencyStore
+  transaction: Transaction<{ users: UserWrites; idempotency: IdempotencyClaims }>
+  config: Pick<Config, 'publicUrl' | 'usersAccess'>
+}
+
+export function usersRoutes(
+  inputs: UsersRouteInputs,
+  prefix: '' | '/v1' | '/v2',
+  version: ApiVersion,
+) {
+  const { auth, users, idempotency, transaction, config } = inputs
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
@@ -71,7 +91,7 @@ export function usersRoutes(deps: Deps, prefix: '' | '/v1' | '/v2', version: Api
     return toView(user)
   }
 
-  const app = new Elysia({ prefix }).use(authPlugin(deps))
+  const app = new Elysia({ prefix }).use(auth)
   const withList =
     version === 1
       ? app.get(

@@ -1,13 +1,13 @@
 import { type DocumentDecoration, Elysia } from 'elysia'
-import { authPlugin } from '../auth/plugin'
-import type { Deps } from '../deps'
+import type { AuthPlugin } from '../auth/plugin'
+import type { Config } from '../config'
 import { fieldDetail } from '../errors/details'
 import { badRequest, conflict, notFound, validationFailed } from '../errors/errors'
 import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import type { QueryReader } from '../http/query'
-import { EVENT_STATUSES, type EventStatus } from './inbox'
+import { EVENT_STATUSES, type EventStatus, type WebhookInbox } from './inbox'
 import { EventPage, EventView, Received } from './schema'
 import { claimedScheme, type Verified, verifySignature } from './signature'
 
@@ -16,11 +16,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 const MAX_EVENT_ID = 255
 
 /** POST /webhooks (and /webhook), GET /webhooks/events, under one prefix. */
-export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
-  const { webhooks, config } = deps
-  const nowSeconds = () => deps.now().getTime() / 1000
-  const countEvent = (scheme: string, status: string) =>
-    deps.metrics.webhookEvents.inc({ scheme, status })
+/** What the webhook routes are given by the composition root. */
+export interface WebhookRouteInputs {
+  auth: AuthPlugin
+  inbox: Pick<WebhookInbox, 'record' | 'list' | 'retry'>
+  /** Tells the worker something new may be due. */
+  wakeWorker: () => void
+  /** Counts a delivery for the metrics, by scheme and what became of it. */
+  countEvent: (scheme: string, status: string) => void
+  clock: () => number
+  config: Pick<Config, 'publicUrl' | 'webhookSecrets'>
+}
+
+export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, inbox, wakeWorker, countEvent, clock, config } = inputs
+  const nowSeconds = () => clock() / 1000
   const listPath = `${prefix}/webhooks/events`
 
   const receive = async ({ request }: { request: Request }) => {
@@ -39,9 +49,9 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       countEvent(verified.scheme, 'rejected')
       throw error
     }
-    if (await webhooks.inbox.record(event)) {
+    if (await inbox.record(event)) {
       countEvent(verified.scheme, 'received')
-      webhooks.worker.wake()
+      wakeWorker()
     } else {
       countEvent(verified.scheme, 'duplicate')
     }
@@ -83,7 +93,7 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
   }
 
   return new Elysia({ prefix })
-    .use(authPlugin(deps))
+    .use(auth)
     .post('/webhooks', receive, { parse: 'none', detail: receiveDocs })
     .post('/webhook', receive, {
       parse: 'none',
@@ -96,7 +106,7 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
           path: listPath,
           publicUrl: config.publicUrl,
           filters: (query) => ({ status: readStatusFilter(query) }),
-          list: (page, { status }) => webhooks.inbox.list(page, status),
+          list: (page, { status }) => inbox.list(page, status),
         }),
       {
         auth: { schemes: ['apiKey'] },
@@ -121,12 +131,12 @@ export function webhookRoutes(deps: Deps, prefix: '' | '/v1' | '/v2') {
       '/webhooks/events/:id/retry',
       async ({ params, set }) => {
         const id = eventIdFromPath(params.id)
-        const outcome = id === null ? 'missing' : await webhooks.inbox.retry(id)
+        const outcome = id === null ? 'missing' : await inbox.retry(id)
         if (outcome === 'missing') throw notFound('No webhook event with this id')
         if (outcome === 'not-failed') {
           throw conflict('Only a failed event can be retried; this one has not failed')
         }
-        webhooks.worker.wake()
+        wakeWorker()
         set.status = 202
         return outcome
       },

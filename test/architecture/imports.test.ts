@@ -92,6 +92,25 @@ describe('the import rule', () => {
     ).toEqual([])
   })
 
+  test('only the composition root imports deps (each route module is given what it uses)', () => {
+    expect(violations((from, to) => to === 'deps' && !inside(from, ROOT_MODULES))).toEqual([])
+  })
+
+  test('routes are imported by the composition root alone', () => {
+    const isRoutes = (module: string) => /(^|\/|-)routes$/.test(module)
+    expect(
+      violations((from, to) => isRoutes(to) && !inside(from, ROOT_MODULES) && from !== to),
+    ).toEqual([])
+  })
+
+  test('stores and services know nothing of HTTP', () => {
+    const isStore = (module: string) =>
+      /(^|\/)(sqlite-[a-z-]+|store|records|inbox|service|worker|handlers)$/.test(module)
+    expect(
+      violations((from, to) => isStore(from) && (inside(to, ['http']) || /routes$/.test(to))),
+    ).toEqual([])
+  })
+
   test('no feature imports the account routes (they sit above auth and users)', () => {
     expect(
       violations(
