@@ -1,10 +1,11 @@
 import type { DocumentDecoration } from 'elysia'
 import {
+  documented,
   errorResponses,
   type HeaderParameter,
   OFFSET_PAGE_PARAMETERS,
 } from '../http/openapi-schemas'
-import { UserView } from './schema'
+import { UserPage, UserPageV2, UserView } from './schema'
 
 // The OpenAPI parts of the /users routes that are not their schemas.
 
@@ -69,3 +70,20 @@ export const WRITE_RESPONSES = {
     'VALIDATION_ERROR',
   ),
 }
+
+export const LIST_V1_DOCS = {
+  tags,
+  summary: 'List users',
+  description: 'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
+  parameters: OFFSET_PAGE_PARAMETERS,
+  responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
+} satisfies DocumentDecoration
+
+export const LIST_V2_DOCS = {
+  tags,
+  summary: 'List users (v2: cursor and filters)',
+  description:
+    'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
+  parameters: V2_PARAMETERS,
+  responses: documented({ 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') }),
+} satisfies DocumentDecoration

@@ -8,40 +8,27 @@ import type { Transaction } from '../db/unit'
 import { notFound } from '../errors/errors'
 import { noneMatch } from '../http/conditional'
 import { jsonBody } from '../http/json-body'
-import {
-  documented,
-  errorResponses,
-  headerParameters,
-  OFFSET_PAGE_PARAMETERS,
-} from '../http/openapi-schemas'
+import { documented, errorResponses, headerParameters } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
 import {
   type IdempotencyClaims,
   type IdempotencyStore,
   idempotencyKeyOf,
-  once,
 } from '../idempotency/store'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
-import { answerWith, replay } from './idempotent-answers'
+import { createOnce, replay } from './idempotent-answers'
 import { toView, type WriteGuard } from './records'
 import {
   IDEMPOTENCY_KEY,
   IF_MATCH,
   IF_NONE_MATCH,
+  LIST_V1_DOCS,
+  LIST_V2_DOCS,
   tags,
-  V2_PARAMETERS,
   WRITE_RESPONSES,
 } from './route-docs'
-import {
-  CreateUserBody,
-  DeletedUser,
-  PatchUserBody,
-  ReplaceUserBody,
-  UserPage,
-  UserPageV2,
-  UserView,
-} from './schema'
+import { CreateUserBody, DeletedUser, PatchUserBody, ReplaceUserBody, UserView } from './schema'
 import type { UserStore, UserWrites } from './store'
 import { v2Page } from './v2-list'
 
@@ -54,10 +41,6 @@ export function parseUserId(text: string): number {
   return id
 }
 
-/**
- * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
- * except the list, which v2 extends with keyset cursors and filters.
- */
 /** What the users routes are given by the composition root. */
 export interface UsersRouteInputs {
   auth: AuthPlugin
@@ -67,6 +50,10 @@ export interface UsersRouteInputs {
   config: Pick<Config, 'publicUrl' | 'usersAccess'>
 }
 
+/**
+ * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
+ * except the list, which v2 extends with keyset cursors and filters.
+ */
 export function usersRoutes(
   inputs: UsersRouteInputs,
   prefix: '' | '/v1' | '/v2',
@@ -104,15 +91,7 @@ export function usersRoutes(
             }),
           {
             ...access.read,
-            detail: {
-              ...access.readDocs,
-              tags,
-              summary: 'List users',
-              description:
-                'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
-              parameters: OFFSET_PAGE_PARAMETERS,
-              responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
-            },
+            detail: { ...access.readDocs, ...LIST_V1_DOCS },
           },
         )
       : app.get(
@@ -121,15 +100,7 @@ export function usersRoutes(
             v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
           {
             ...access.read,
-            detail: {
-              ...access.readDocs,
-              tags,
-              summary: 'List users (v2: cursor and filters)',
-              description:
-                'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
-              parameters: V2_PARAMETERS,
-              responses: documented({ 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') }),
-            },
+            detail: { ...access.readDocs, ...LIST_V2_DOCS },
           },
         )
 
@@ -152,17 +123,7 @@ export function usersRoutes(
           set.headers.location = `${listPath}/${user.id}`
           return toView(user)
         }
-        const { replayed, answer } = await transaction((tx) =>
-          once(tx.idempotency, { scope, key, fingerprint }, async () => {
-            const user = await tx.users.create(input)
-            return {
-              status: 201,
-              body: JSON.stringify(toView(user)),
-              location: `${listPath}/${user.id}`,
-            }
-          }),
-        )
-        return replayed ? replay(answer) : answerWith(answer)
+        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
       },
       {
         ...access.write,
