@@ -3,7 +3,7 @@
 // only (identifier minifying breaks Elysia), a source map, no .env or bunfig.toml read at run
 // time, and the build's commit, date and target compiled in for `roster --version`.
 // Usage: bun scripts/build.ts [--target bun-linux-arm64] [--outfile dist/roster]
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ASSETS_MODULE, assetsModule, bundleConsole } from './build-console'
 
@@ -90,6 +90,6 @@ if (import.meta.main) {
     options: { target: { type: 'string' }, outfile: { type: 'string', default: 'dist/roster' } },
   })
   await assertConsoleCurrent()
-  const info = build({ target: values.target, outfile: join(root, values.outfile) })
+  const info = build({ target: values.target, outfile: resolve(root, values.outfile) })
   console.log(`built ${values.outfile} (${info.target}, commit ${info.commit})`)
 }
