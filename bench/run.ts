@@ -2,13 +2,23 @@
 // and GET by id also the floor (bench/floor.ts): the contract's per-request work with no framework.
 // Usage: bun bench/run.ts [--duration 10] [--reps 1] [--connections 32] [--roster-sync normal|full]
 //                         [--baseline-sync normal|full] [--only a,b] [--no-build]
+//                         [--against path/to/earlier/roster]
+// --against runs a second roster binary (say, built from an earlier commit) in the same
+// rotation, on its own copy of the seeded data: a before/after pair measured side by side.
 // Servers run pinned to CPU 0, wrk to CPU 1. Results: a table on stdout, JSON in bench/results/.
 import { Database } from 'bun:sqlite'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { median, readRss, type Spawned, spawnServer, waitForHealth } from './lib/process'
+import {
+  cpuSeconds,
+  median,
+  readRss,
+  type Spawned,
+  spawnServer,
+  waitForHealth,
+} from './lib/process'
 import { ensureWrk, pinned, runWrk, type WrkResult } from './lib/wrk'
 
 const root = join(import.meta.dir, '..')
@@ -22,6 +32,7 @@ const { values: args } = parseArgs({
     'baseline-sync': { type: 'string', default: 'normal' },
     only: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
+    against: { type: 'string' },
   },
 })
 const SEEDED = 10_000
@@ -65,14 +76,15 @@ const FLOOR_DDL = `CREATE TABLE IF NOT EXISTS users (
   id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE,
   created_at TEXT NOT NULL, updated_at TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 1)`
 
-/** The same 10,000 users in every database. */
-function seed(rosterDb: string, baselineDb: string, floorDb: string): void {
+/** The same 10,000 users in every database (roster's are already migrated). */
+function seed(rosterDbs: string[], baselineDb: string, floorDb: string): void {
   const at = '2026-01-01T00:00:00.000Z'
-  for (const [path, ddl] of [
-    [rosterDb, null],
+  const targets: [string, string | null][] = [
+    ...rosterDbs.map((path): [string, null] => [path, null]),
     [baselineDb, BASELINE_DDL],
     [floorDb, FLOOR_DDL],
-  ] as const) {
+  ]
+  for (const [path, ddl] of targets) {
     const withKey = ddl === null
     const db = new Database(path, { create: true })
     if (ddl !== null) db.run(ddl)
@@ -88,26 +100,39 @@ function seed(rosterDb: string, baselineDb: string, floorDb: string): void {
   }
 }
 
-async function startServers(dir: string) {
-  const rosterData = join(dir, 'roster')
-  const baselineDb = join(dir, 'baseline.db')
-  const floorDb = join(dir, 'floor.db')
-  await Bun.spawn([join(root, 'dist/roster'), 'migrate', '--data-dir', rosterData]).exited
-  seed(join(rosterData, 'roster.db'), baselineDb, floorDb)
-  const roster = await spawnServer(
+function rosterServer(binary: string, dataDir: string, logFile: string) {
+  return spawnServer(
     pinned(0, [
-      join(root, 'dist/roster'),
+      binary,
       'serve',
       '--port',
       '0',
       '--data-dir',
-      rosterData,
+      dataDir,
       '--sync',
       String(args['roster-sync']),
       '--log-file',
-      join(dir, 'access.log'),
+      logFile,
     ]),
   )
+}
+
+async function startServers(dir: string) {
+  const rosterData = join(dir, 'roster')
+  const beforeData = join(dir, 'roster-before')
+  const baselineDb = join(dir, 'baseline.db')
+  const floorDb = join(dir, 'floor.db')
+  await Bun.spawn([join(root, 'dist/roster'), 'migrate', '--data-dir', rosterData]).exited
+  const rosterDbs = [join(rosterData, 'roster.db')]
+  if (args.against) {
+    await Bun.spawn([args.against, 'migrate', '--data-dir', beforeData]).exited
+    rosterDbs.push(join(beforeData, 'roster.db'))
+  }
+  seed(rosterDbs, baselineDb, floorDb)
+  const roster = await rosterServer(join(root, 'dist/roster'), rosterData, join(dir, 'access.log'))
+  const before = args.against
+    ? await rosterServer(args.against, beforeData, join(dir, 'access-before.log'))
+    : undefined
   const baseline = await spawnServer(
     pinned(0, [
       process.execPath,
@@ -126,7 +151,7 @@ async function startServers(dir: string) {
       join(dir, 'floor-access.log'),
     ]),
   )
-  return { roster, baseline, floor }
+  return { roster, baseline, floor, before }
 }
 
 /** Spawn to first 200 from /health, on an existing data dir (warm) and an empty one (cold). */
@@ -177,6 +202,11 @@ interface Row {
   floor?: WrkResult
   /** floor req/s over baseline req/s: the best ratio the contract's per-request work allows. */
   floorRatio?: number
+  /** The --against binary, and its ratio to the baseline. */
+  before?: WrkResult
+  beforeRatio?: number
+  /** CPU time per request of each server (µs): steadier than req/s on a shared VM. */
+  cpuUs: Record<string, number>
 }
 
 /** roster_db_writes_total / roster_db_commits_total: how many writes an fsync served. */
@@ -205,7 +235,7 @@ async function main() {
     for (let rep = 0; rep < reps; rep++) {
       const repDir = join(dir, `rep-${rep}`)
       mkdirSync(repDir)
-      const { roster, baseline, floor } = await startServers(repDir)
+      const { roster, baseline, floor, before } = await startServers(repDir)
       const rows: Row[] = []
       try {
         for (const scenario of scenarios) {
@@ -215,10 +245,12 @@ async function main() {
             ['roster', roster],
           ]
           if (scenario.floor) servers.push(['floor', floor])
+          if (before) servers.push(['before', before])
           const order = servers.map(
             (_, i) => servers[(i + rep) % servers.length] as [string, Spawned],
           )
           const results: Record<string, WrkResult> = {}
+          const cpuUs: Record<string, number> = {}
           for (const [name, server] of order) {
             await runWrk({
               url: server.url,
@@ -228,7 +260,8 @@ async function main() {
               connections,
               seeded: SEEDED,
             })
-            results[name] = await runWrk({
+            const cpuBefore = cpuSeconds(server.proc.pid)
+            const result = await runWrk({
               url: server.url,
               path: scenario.path,
               script: scenario.script,
@@ -236,6 +269,8 @@ async function main() {
               connections,
               seeded: SEEDED,
             })
+            results[name] = result
+            cpuUs[name] = ((cpuSeconds(server.proc.pid) - cpuBefore) * 1e6) / result.requests
           }
           const row = {
             scenario: scenario.name,
@@ -247,10 +282,20 @@ async function main() {
               results.floor === undefined
                 ? undefined
                 : results.floor.rps / (results.baseline as WrkResult).rps,
+            before: results.before,
+            beforeRatio:
+              results.before === undefined
+                ? undefined
+                : results.before.rps / (results.baseline as WrkResult).rps,
+            cpuUs,
           }
           rows.push(row)
           const floorText =
-            row.floorRatio === undefined ? '' : `, floor ratio ${row.floorRatio.toFixed(2)}`
+            (row.floorRatio === undefined ? '' : `, floor ratio ${row.floorRatio.toFixed(2)}`) +
+            (row.beforeRatio === undefined ? '' : `, before ratio ${row.beforeRatio.toFixed(2)}`) +
+            `; CPU µs/request ${Object.entries(cpuUs)
+              .map(([name, us]) => `${name} ${us.toFixed(1)}`)
+              .join(', ')}`
           console.error(
             `rep ${rep + 1}/${reps} ${row.scenario}: roster ${row.roster.rps.toFixed(0)} req/s, baseline ${row.baseline.rps.toFixed(0)} req/s, ratio ${row.ratio.toFixed(2)}${floorText}`,
           )
@@ -261,6 +306,7 @@ async function main() {
         await roster.stop()
         await baseline.stop()
         await floor.stop()
+        await before?.stop()
       }
       repetitions.push(rows)
     }
@@ -280,8 +326,8 @@ function report(
   const lines = [
     `roster vs raw Bun.serve + bun:sqlite, ${reps} repetition(s) × ${duration} s, ${connections} connections, ${SEEDED} seeded users, roster sync=${args['roster-sync']}, baseline sync=${args['baseline-sync']}`,
     '',
-    '| scenario | baseline req/s | roster req/s | ratio (median of reps) | floor ratio | baseline p99 ms | roster p99 ms |',
-    '|---|---|---|---|---|---|---|',
+    `| scenario | baseline req/s | roster req/s | ratio (median of reps) | floor ratio | baseline p99 ms | roster p99 ms |${args.against ? ' before ratio | after ÷ before | CPU µs/request before → after |' : ''}`,
+    `|---|---|---|---|---|---|---|${args.against ? '---|---|---|' : ''}`,
   ]
   const summary: Record<string, unknown>[] = []
   for (let i = 0; i < (repetitions[0]?.length ?? 0); i++) {
@@ -298,13 +344,30 @@ function report(
       floorRatios: rows.map((r) =>
         r.floorRatio === undefined ? null : Number(r.floorRatio.toFixed(3)),
       ),
+      beforeRatio: rows.every((r) => r.beforeRatio !== undefined)
+        ? median(rows.map((r) => r.beforeRatio as number))
+        : null,
+      /** after ÷ before per repetition (both against the same baseline run), then the median. */
+      change: rows.every((r) => r.beforeRatio !== undefined)
+        ? median(rows.map((r) => r.ratio / (r.beforeRatio as number)))
+        : null,
+      cpuUs: Object.fromEntries(
+        Object.keys(rows[0]?.cpuUs ?? {}).map((name) => [
+          name,
+          median(rows.map((r) => r.cpuUs[name] as number)),
+        ]),
+      ),
       baselineP99: median(rows.map((r) => r.baseline.p99Ms)),
       rosterP99: median(rows.map((r) => r.roster.p99Ms)),
       errors: rows.reduce((n, r) => n + r.roster.errors, 0),
     }
     summary.push(entry)
     lines.push(
-      `| ${entry.scenario} | ${entry.baselineRps.toFixed(0)} | ${entry.rosterRps.toFixed(0)} | **${entry.ratio.toFixed(2)}×** | ${entry.floorRatio === null ? '–' : `${entry.floorRatio.toFixed(2)}×`} | ${entry.baselineP99.toFixed(2)} | ${entry.rosterP99.toFixed(2)} |`,
+      `| ${entry.scenario} | ${entry.baselineRps.toFixed(0)} | ${entry.rosterRps.toFixed(0)} | **${entry.ratio.toFixed(2)}×** | ${entry.floorRatio === null ? '–' : `${entry.floorRatio.toFixed(2)}×`} | ${entry.baselineP99.toFixed(2)} | ${entry.rosterP99.toFixed(2)} |${
+        entry.beforeRatio === null || entry.change === null
+          ? ''
+          : ` ${entry.beforeRatio.toFixed(2)}× | ${entry.change.toFixed(3)} | ${entry.cpuUs.before?.toFixed(2)} → ${entry.cpuUs.roster?.toFixed(2)} |`
+      }`,
     )
   }
   if (summary.some((s) => s.floorRatio !== null)) {
