@@ -9,11 +9,11 @@ import { docsRoutes } from './docs/routes'
 import { healthChecks, healthRoutes } from './health/routes'
 import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
-import { corsPolicy } from './http/cors'
+import { corsPolicy, optionsRoutes } from './http/cors'
 import { errorHandler } from './http/error-handler'
 import { jsonResponses } from './http/json-response'
+import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
-import { requestContext } from './http/request-context'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { metricsRoutes } from './metrics/routes'
@@ -31,8 +31,8 @@ const MOUNTS: readonly (readonly ['' | '/v1' | '/v2', ApiVersion])[] = [
 ]
 
 /**
- * The HTTP application: request ids and versions first, then the error envelope and CORS,
- * then the routes. Builds no server and opens no port (see server.ts). `routes` is filled with
+ * The HTTP application: CORS and the request pipeline (request id, API version, rate limit,
+ * CSRF) first, then the error envelope, then the routes. Builds no server and opens no port (see server.ts). `routes` is filled with
  * the app's routes, for 405 answers, OPTIONS and the route labels of logs and metrics; the
  * access log is the server's.
  */
@@ -48,8 +48,15 @@ export function createApp(
     accessLog: options.accessLog,
   })
   const app = new Elysia({ normalize: false })
-    .use(observers.startClock)
-    .use(requestContext)
+    // The CORS plugin's hook runs first: the pipeline tidies what it set.
+    .use(corsPolicy(deps.config.corsOrigins))
+    .use(
+      requestPipeline({
+        startClock: observers.startClock,
+        limitRate: rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock),
+        refuseCrossSite: csrfGuard(deps.config),
+      }),
+    )
     .use(jsonResponses(observers.onAnswer))
     // Before any route: Elysia's hooks cover only the routes registered after them.
     .use(
@@ -61,9 +68,7 @@ export function createApp(
         onDiskFull: () => deps.disk.refused(),
       }),
     )
-    .use(corsPolicy(deps.config.corsOrigins, routes))
-    .use(rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock))
-    .use(csrfGuard(deps.config))
+    .use(optionsRoutes(routes))
     .use(docsRoutes(VERSION))
     .use(consoleRoutes())
     .use(metricsRoutes(deps.metrics.render))

@@ -1,7 +1,7 @@
-import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import { AppError } from '../errors/errors'
 import { cameOverTls } from '../http/client'
+import type { RequestStep } from '../http/pipeline'
 import { pathOf } from '../http/route-table'
 import { hasSessionCookie } from './cookies'
 
@@ -21,9 +21,9 @@ const FORM_TARGETS = /^(?:\/v[12])?\/(?:login|upload)\/?$/
  * Origin, else by Sec-Fetch-Site), and when they carry neither header (curl, servers: no
  * browser, so no one else's cookies).
  */
-export function csrfGuard(config: Config) {
+export function csrfGuard(config: Config): RequestStep {
   const listed = new Set(config.corsOrigins === '*' ? [] : config.corsOrigins)
-  return new Elysia({ name: 'csrf' }).onRequest(function refuseCrossSite({ request }) {
+  return function refuseCrossSite(request) {
     if (SAFE_METHODS.has(request.method)) return
     const headers = request.headers
     const withSession = hasSessionCookie(headers.get('cookie'))
@@ -34,7 +34,7 @@ export function csrfGuard(config: Config) {
       throw forbidden()
     }
     if (headers.get('sec-fetch-site') === 'cross-site') throw forbidden()
-  })
+  }
 }
 
 function isFormPostToLoginOrUpload(request: Request): boolean {

@@ -36,54 +36,62 @@ const EXPOSED_HEADERS = [
 const PREFLIGHT_MAX_AGE_S = 600
 
 /**
+ * Run by the request pipeline after the CORS plugin's own hook: the plugin marks `*` answers
+ * `Vary: *`, which makes them uncacheable for no gain, and sends allow-credentials even when
+ * it allowed no origin.
+ */
+export function tidyCorsHeaders(headers: Record<string, string | number | undefined>): void {
+  if (headers.vary === '*') delete headers.vary
+  if (headers['access-control-allow-origin'] === undefined) {
+    delete headers['access-control-allow-credentials']
+  }
+}
+
+/**
  * CORS with @elysiajs/cors, configured explicitly: `*` lets any origin in without
  * credentials; a list reflects only listed origins, with credentials and `Vary: Origin`; an
  * unlisted origin gets no Access-Control-Allow-Origin. (The plugin's own default reflects every
- * origin with credentials.) OPTIONS is answered here, by a route (so it is logged like any
- * other answer): a preflight with the route's methods, any other OPTIONS with `Allow`, an
- * unknown path with 404.
+ * origin with credentials.) Registered first: its hook sets the headers on every answer.
  */
-export function corsPolicy(origins: '*' | readonly string[], routes: RouteTable) {
+export function corsPolicy(origins: '*' | readonly string[]) {
   const anyOrigin = origins === '*'
-  return new Elysia({ name: 'cors-policy' })
-    .use(
-      cors({
-        origin: anyOrigin ? '*' : [...origins],
-        credentials: !anyOrigin,
-        // The preflight-only headers are set below, on preflights only. (The plugin skips
-        // allowedHeaders when it is false; its types only list true, a string or a list, and
-        // an empty list would send an empty header on every answer.)
-        methods: [],
-        allowedHeaders: false as unknown as string[],
-        exposeHeaders: EXPOSED_HEADERS,
-        maxAge: PREFLIGHT_MAX_AGE_S,
-        preflight: false,
-      }),
-    )
-    .onRequest(function tidyCorsHeaders({ set }) {
-      const headers = set.headers
-      // The plugin marks `*` answers `Vary: *`, which makes them uncacheable for no gain.
-      if (headers.vary === '*') delete headers.vary
-      if (headers['access-control-allow-origin'] === undefined) {
-        delete headers['access-control-allow-credentials']
+  return new Elysia({ name: 'cors-policy' }).use(
+    cors({
+      origin: anyOrigin ? '*' : [...origins],
+      credentials: !anyOrigin,
+      // The preflight-only headers are set below, on preflights only. (The plugin skips
+      // allowedHeaders when it is false; its types only list true, a string or a list, and
+      // an empty list would send an empty header on every answer.)
+      methods: [],
+      allowedHeaders: false as unknown as string[],
+      exposeHeaders: EXPOSED_HEADERS,
+      maxAge: PREFLIGHT_MAX_AGE_S,
+      preflight: false,
+    }),
+  )
+}
+
+/**
+ * OPTIONS, answered by a route (so it is logged like any other answer): a preflight with the
+ * route's methods, any other OPTIONS with `Allow`, an unknown path with 404.
+ */
+export function optionsRoutes(routes: RouteTable) {
+  return new Elysia({ name: 'options' }).options(
+    CATCH_ALL,
+    function answerOptions({ request, set }) {
+      const route = routes.match(pathOf(request.url))
+      if (route === null) throw notFound('No route matches this path')
+      const allowed = route.methods.join(', ')
+      if (request.headers.get('access-control-request-method') === null) {
+        set.headers.allow = allowed
+      } else {
+        set.headers['access-control-allow-methods'] = allowed
+        set.headers['access-control-allow-headers'] = ALLOWED_HEADERS_TEXT
+        set.headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE_S)
       }
-    })
-    .options(
-      CATCH_ALL,
-      function answerOptions({ request, set }) {
-        const route = routes.match(pathOf(request.url))
-        if (route === null) throw notFound('No route matches this path')
-        const allowed = route.methods.join(', ')
-        if (request.headers.get('access-control-request-method') === null) {
-          set.headers.allow = allowed
-        } else {
-          set.headers['access-control-allow-methods'] = allowed
-          set.headers['access-control-allow-headers'] = ALLOWED_HEADERS_TEXT
-          set.headers['access-control-max-age'] = String(PREFLIGHT_MAX_AGE_S)
-        }
-        set.status = 204
-        return ''
-      },
-      { detail: { hide: true } },
-    )
+      set.status = 204
+      return ''
+    },
+    { detail: { hide: true } },
+  )
 }

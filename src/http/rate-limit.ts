@@ -1,6 +1,6 @@
-import { Elysia } from 'elysia'
 import { AppError } from '../errors/errors'
 import { clientIp } from './client'
+import type { RequestStep } from './pipeline'
 import { pathOf } from './route-table'
 
 /** Clients tracked at most; beyond that idle ones, then the oldest, are dropped. */
@@ -88,13 +88,12 @@ export function rateLimit(
   perSecond: number | null,
   trustProxy: boolean,
   now: () => number = Date.now,
-) {
-  const plugin = new Elysia({ name: 'rate-limit' })
-  if (perSecond === null) return plugin
+): RequestStep | null {
+  if (perSecond === null) return null
   const buckets = new TokenBuckets(perSecond, perSecond, now)
   const limit = String(perSecond)
   const policy = `${perSecond};w=1`
-  return plugin.onRequest(function limitRate({ request, set, server }) {
+  return function limitRate(request, set, server) {
     if (EXEMPT.test(pathOf(request.url))) return
     const decision = buckets.take(clientIp(request, server, trustProxy))
     set.headers['ratelimit-limit'] = limit
@@ -106,5 +105,5 @@ export function rateLimit(
         'retry-after': String(decision.retryAfterS),
       })
     }
-  })
+  }
 }

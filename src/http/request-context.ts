@@ -1,5 +1,3 @@
-import { Elysia } from 'elysia'
-
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
 const BOOT = Math.floor(Math.random() * 36 ** 6)
   .toString(36)
@@ -38,12 +36,14 @@ export function publicBaseUrl(request: Request, publicUrl: string | null): strin
 }
 
 /**
- * Gives every request its id and API version before anything else runs, as response headers,
- * so that every answer (errors from routing and parsing included) carries both.
+ * Gives a request its id and API version as response headers, first thing (see
+ * http/pipeline.ts), so that every answer (errors from routing and parsing included) carries
+ * both.
  */
-export const requestContext = new Elysia({ name: 'request-context' }).onRequest(
-  function assignRequestContext({ request, set }) {
-    set.headers['x-request-id'] = requestIdFor(request)
-    set.headers['api-version'] = apiVersionOf(request.url)
-  },
-)
+export function assignRequestContext(
+  request: Request,
+  headers: Record<string, string | number | undefined>,
+): void {
+  headers['x-request-id'] = requestIdFor(request)
+  headers['api-version'] = apiVersionOf(request.url)
+}
