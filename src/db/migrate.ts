@@ -64,7 +64,11 @@ export function runMigrations(
   return { applied: pending.map((migration) => migration.tag) }
 }
 
-function refuseNewerDatabase(applied: AppliedRow[], migrations: readonly Migration[]): void {
+/** Refuses a database that has migrations this binary does not know (SQLite and PostgreSQL). */
+export function refuseNewerDatabase(
+  applied: readonly { created_at: number | string }[],
+  migrations: readonly Migration[],
+): void {
   const newestKnown = migrations.at(-1)?.when ?? 0
   const unknown = applied.filter((row) => Number(row.created_at) > newestKnown)
   if (unknown.length > 0 || applied.length > migrations.length) {
@@ -74,6 +78,6 @@ function refuseNewerDatabase(applied: AppliedRow[], migrations: readonly Migrati
   }
 }
 
-function sha256Hex(text: string): string {
+export function sha256Hex(text: string): string {
   return new Bun.CryptoHasher('sha256').update(text).digest('hex')
 }

@@ -2,7 +2,11 @@ import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { renderMigrationsModule } from '../../scripts/embed-migrations'
+import {
+  type Dialect,
+  MIGRATION_SETS,
+  renderMigrationsModule,
+} from '../../scripts/embed-migrations'
 import { DatabaseOpenError, openDatabase } from '../../src/db/client'
 import { type Migration, runMigrations } from '../../src/db/migrate'
 import { embeddedMigrations } from '../../src/db/migrations.gen'
@@ -103,9 +107,11 @@ describe('runMigrations', () => {
     expect(sqlite.query("SELECT name FROM sqlite_master WHERE name = 'child'").all()).toEqual([])
   })
 
-  test('the embedded migrations module is current with drizzle/', () => {
-    const generated = readFileSync(join(import.meta.dir, '../../src/db/migrations.gen.ts'), 'utf8')
-    expect(generated).toBe(renderMigrationsModule())
+  test('the embedded migrations modules are current with drizzle/ and drizzle-pg/', () => {
+    for (const [dialect, set] of Object.entries(MIGRATION_SETS)) {
+      const generated = readFileSync(join(import.meta.dir, '../..', set.module), 'utf8')
+      expect(generated).toBe(renderMigrationsModule(dialect as Dialect))
+    }
   })
 })
 

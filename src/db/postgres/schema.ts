@@ -1,0 +1,191 @@
+import { sql } from 'drizzle-orm'
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
+
+/**
+ * The PostgreSQL schema: the same tables and columns as `db/schema.ts` (SQLite), with epoch
+ * milliseconds as `bigint` and ids as identities (never handed out again, like AUTOINCREMENT;
+ * `by default`, so `roster copy` can keep a copied row's id).
+ * `test/db/postgres/schema.test.ts` fails when the two diverge. Tables and columns only a shared
+ * database needs are listed in SHARED_ONLY below.
+ */
+
+// Epoch milliseconds pass 2^31; read back as JavaScript numbers (exact up to 2^53).
+const epochMs = (name: string) => bigint(name, { mode: 'number' })
+
+export const users = pgTable('users', {
+  id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+  name: text('name').notNull(),
+  email: text('email').notNull(),
+  emailKey: text('email_key').notNull().unique('users_email_key_unique'),
+  passwordHash: text('password_hash'),
+  version: integer('version').notNull().default(1),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    scope: text('scope').notNull(),
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    status: integer('status').notNull(),
+    body: text('body').notNull(),
+    location: text('location'),
+    createdAt: epochMs('created_at').notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.scope, table.key] }),
+    index('idempotency_keys_created_at_idx').on(table.createdAt),
+  ],
+)
+
+export const settings = pgTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+  createdAt: text('created_at')
+    .notNull()
+    .default(sql`to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`),
+})
+
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: epochMs('created_at').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+  },
+  (table) => [
+    index('sessions_user_id_idx').on(table.userId),
+    index('sessions_expires_at_idx').on(table.expiresAt),
+  ],
+)
+
+export const accessTokens = pgTable(
+  'access_tokens',
+  {
+    id: text('id').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: epochMs('created_at').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+  },
+  (table) => [
+    index('access_tokens_user_id_idx').on(table.userId),
+    index('access_tokens_expires_at_idx').on(table.expiresAt),
+  ],
+)
+
+export const apiKeys = pgTable('api_keys', {
+  id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+  name: text('name').notNull(),
+  prefix: text('prefix').notNull(),
+  keyHash: text('key_hash').notNull().unique('api_keys_key_hash_unique'),
+  createdAt: text('created_at').notNull(),
+  lastUsedAt: text('last_used_at'),
+  revokedAt: text('revoked_at'),
+})
+
+export const uploads = pgTable(
+  'uploads',
+  {
+    id: text('id').primaryKey(),
+    description: text('description'),
+    isPublic: boolean('public').notNull(),
+    ownerUserId: integer('owner_user_id').references(() => users.id, { onDelete: 'set null' }),
+    ownerKeyId: integer('owner_key_id').references(() => apiKeys.id, { onDelete: 'set null' }),
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [index('uploads_created_at_idx').on(table.createdAt)],
+)
+
+export const files = pgTable(
+  'files',
+  {
+    id: text('id').primaryKey(),
+    uploadId: text('upload_id')
+      .notNull()
+      .references(() => uploads.id, { onDelete: 'cascade' }),
+    field: text('field').notNull(),
+    filename: text('filename').notNull(),
+    contentType: text('content_type').notNull(),
+    size: bigint('size', { mode: 'number' }).notNull(),
+    sha256: text('sha256').notNull(),
+    position: integer('position').notNull(),
+  },
+  (table) => [index('files_upload_id_idx').on(table.uploadId)],
+)
+
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    seq: integer('seq').primaryKey().generatedByDefaultAsIdentity(),
+    eventId: text('event_id').notNull(),
+    scheme: text('scheme').notNull(),
+    type: text('type').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    error: text('error'),
+    receivedAt: text('received_at').notNull(),
+    processedAt: text('processed_at'),
+    nextAttemptAt: epochMs('next_attempt_at'),
+    bodySha256: text('body_sha256'),
+    /**
+     * Shared database only: until when the instance that claimed this event may handle it. A
+     * worker takes due events whose lease has run out (`FOR UPDATE SKIP LOCKED`), so an
+     * instance killed mid-event leaves it to another once the lease ends.
+     */
+    leaseUntil: epochMs('lease_until'),
+  },
+  (table) => [
+    uniqueIndex('webhook_events_scheme_event_id_unique').on(table.scheme, table.eventId),
+    uniqueIndex('webhook_events_body_sha256_unique').on(table.bodySha256),
+    index('webhook_events_due_idx').on(table.nextAttemptAt),
+  ],
+)
+
+/**
+ * Shared database only: failed sign-ins, one row each, so every instance's limiter counts the
+ * failures of all of them (SQLite keeps them in the process: one process per file).
+ */
+export const loginFailures = pgTable(
+  'login_failures',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    /** `address:<email>` or `ip:<address>`: what the failure counts against. */
+    subject: text('subject').notNull(),
+    at: epochMs('at').notNull(),
+  },
+  (table) => [index('login_failures_subject_at_idx').on(table.subject, table.at)],
+)
+
+/**
+ * Shared database only: objects being written to the bucket. A row is inserted before the
+ * upload starts and deleted with the upload's commit (or after its object is deleted), so an
+ * instance that dies mid-upload leaves a row, not an object nothing tracks; the sweep deletes
+ * both. The bucket is never listed on the request path.
+ */
+export const pendingObjects = pgTable('pending_objects', {
+  id: text('id').primaryKey(),
+  startedAt: epochMs('started_at').notNull(),
+})
+
+/** Tables and columns that only the shared database has, and why (see the schema test). */
+export const SHARED_ONLY = {
+  tables: ['login_failures', 'pending_objects'],
+  columns: ['webhook_events.lease_until'],
+} as const

@@ -1,0 +1,53 @@
+import { describe, expect, test } from 'bun:test'
+import { getTableConfig as pgTableConfig, type PgTable } from 'drizzle-orm/pg-core'
+import { getTableConfig as sqliteTableConfig, type SQLiteTable } from 'drizzle-orm/sqlite-core'
+import * as pg from '../../src/db/postgres/schema'
+import * as sqlite from '../../src/db/schema'
+
+/** table → column → whether it may be null, from drizzle's view of a schema module. */
+function shape(tables: { name: string; columns: { name: string; notNull: boolean }[] }[]) {
+  return Object.fromEntries(
+    tables.map((table) => [
+      table.name,
+      Object.fromEntries(table.columns.map((column) => [column.name, column.notNull])),
+    ]),
+  )
+}
+
+const isTable = (value: unknown) =>
+  typeof value === 'object' && value !== null && Symbol.for('drizzle:Name') in value
+
+describe('the SQLite and PostgreSQL schemas', () => {
+  const sqliteTables = Object.values(sqlite)
+    .filter(isTable)
+    .map((table) => sqliteTableConfig(table as SQLiteTable))
+  const pgTables = Object.values(pg)
+    .filter(isTable)
+    .map((table) => pgTableConfig(table as PgTable))
+
+  test('have the same tables, columns and nullability, but for what only a shared database needs', () => {
+    const shared = shape(pgTables)
+    for (const table of pg.SHARED_ONLY.tables) delete shared[table]
+    for (const qualified of pg.SHARED_ONLY.columns) {
+      const [table, column] = qualified.split('.') as [string, string]
+      delete shared[table]?.[column]
+    }
+    expect(shared).toEqual(shape(sqliteTables))
+  })
+
+  test('have the same indexes and unique constraints, by name', () => {
+    const names = (tables: { indexes: { config: { name?: string } }[] }[]) =>
+      tables.flatMap((table) => table.indexes.map((index) => index.config.name)).sort()
+    const pgIndexes = names(pgTables).filter((name) => !name?.startsWith('login_failures'))
+    expect(pgIndexes).toEqual(names(sqliteTables))
+  })
+
+  test('the shared-only list names tables and columns that exist', () => {
+    const all = shape(pgTables)
+    for (const table of pg.SHARED_ONLY.tables) expect(all[table]).toBeDefined()
+    for (const qualified of pg.SHARED_ONLY.columns) {
+      const [table, column] = qualified.split('.') as [string, string]
+      expect(all[table]?.[column]).toBeDefined()
+    }
+  })
+})

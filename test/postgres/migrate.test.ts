@@ -1,0 +1,84 @@
+import { describe, expect, test } from 'bun:test'
+import { SQL } from 'bun'
+import { DatabaseOpenError } from '../../src/db/client'
+import { connectPostgres, openPostgres, redactUrl } from '../../src/db/postgres/client'
+import { runPgMigrations } from '../../src/db/postgres/migrate'
+import { embeddedMigrations } from '../../src/db/postgres/migrations.gen'
+import { freshDatabase } from '../helpers/postgres'
+
+describe('PostgreSQL migrations', () => {
+  test('create every table once; a second run applies nothing', async () => {
+    await using database = await freshDatabase()
+    const sql = new SQL(database.url)
+    try {
+      expect((await runPgMigrations(sql)).applied).toEqual(embeddedMigrations.map((m) => m.tag))
+      expect((await runPgMigrations(sql)).applied).toEqual([])
+      const tables: { table_name: string }[] =
+        await sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`
+      expect(tables.map((row) => row.table_name)).toEqual([
+        '__drizzle_migrations',
+        'access_tokens',
+        'api_keys',
+        'files',
+        'idempotency_keys',
+        'login_failures',
+        'pending_objects',
+        'sessions',
+        'settings',
+        'uploads',
+        'users',
+        'webhook_events',
+      ])
+    } finally {
+      await sql.close()
+    }
+  })
+
+  test('instances that start together migrate once (the advisory lock)', async () => {
+    await using database = await freshDatabase()
+    const pools = Array.from({ length: 4 }, () => new SQL(database.url, { max: 2 }))
+    try {
+      const results = await Promise.all(pools.map((pool) => runPgMigrations(pool)))
+      const applying = results.filter((result) => result.applied.length > 0)
+      expect(applying).toHaveLength(1)
+      const [row] = await (pools[0] as SQL)`SELECT count(*)::int AS n FROM "__drizzle_migrations"`
+      expect(row.n).toBe(embeddedMigrations.length)
+    } finally {
+      await Promise.all(pools.map((pool) => pool.close()))
+    }
+  })
+
+  test('a database written by a newer roster is refused, and nothing changes', async () => {
+    await using database = await freshDatabase()
+    const sql = new SQL(database.url)
+    try {
+      await runPgMigrations(sql)
+      await sql`INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES ('future', ${Date.now() + 1e12})`
+      const newer = runPgMigrations(sql)
+      await expect(newer).rejects.toThrow(DatabaseOpenError)
+      await newer.catch(() => {})
+      const [row] = await sql`SELECT count(*)::int AS n FROM "__drizzle_migrations"`
+      expect(row.n).toBe(embeddedMigrations.length + 1)
+    } finally {
+      await sql.close()
+    }
+  })
+
+  test('an unreachable server is one line, without the password', async () => {
+    const url = 'postgres://roster:s3cret@127.0.0.1:9/roster'
+    const db = openPostgres(url, { prepare: true, max: 1 })
+    try {
+      const failure = await connectPostgres(db, url).catch((error: Error) => error)
+      expect(failure).toBeInstanceOf(DatabaseOpenError)
+      const message = (failure as Error).message
+      expect(message).toStartWith(
+        'cannot connect to PostgreSQL at postgres://roster:***@127.0.0.1:9/roster',
+      )
+      expect(message).not.toContain('s3cret')
+      expect(message).not.toContain('\n')
+    } finally {
+      await db.$client.close()
+    }
+    expect(redactUrl('postgres://a:b@h/d')).toBe('postgres://a:***@h/d')
+  })
+})
