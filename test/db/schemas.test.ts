@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { getTableConfig as pgTableConfig, type PgTable } from 'drizzle-orm/pg-core'
-import { getTableConfig as sqliteTableConfig, type SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { type PgTable, getTableConfig as pgTableConfig } from 'drizzle-orm/pg-core'
+import { type SQLiteTable, getTableConfig as sqliteTableConfig } from 'drizzle-orm/sqlite-core'
 import * as pg from '../../src/db/postgres/schema'
 import * as sqlite from '../../src/db/schema'
 
