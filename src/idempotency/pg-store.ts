@@ -1,9 +1,8 @@
 import { createHmac } from 'node:crypto'
 import type { SQL } from 'bun'
 import { pgInstallSecret } from '../db/postgres/settings'
-import { fieldDetail } from '../errors/details'
-import { conflict } from '../errors/errors'
 import {
+  answerOf,
   canonicalJson,
   IDEMPOTENCY_TTL_MS,
   type IdempotencyClaims,
@@ -29,16 +28,6 @@ export async function createPgIdempotencyStore(
   now: () => number,
 ): Promise<IdempotencyStore & { inUnit(tx: SQL): IdempotencyClaims }> {
   const secret = await pgInstallSecret(pool, 'idempotency_hmac_key')
-
-  function answerOf(row: StoredRow | undefined, key: string, fingerprint: string) {
-    if (row === undefined) return null
-    if (row.fingerprint !== fingerprint) {
-      throw conflict('This Idempotency-Key was already used with a different request body', [
-        fieldDetail('Idempotency-Key', 'was used with a different request body', key),
-      ])
-    }
-    return { status: row.status, body: row.body, location: row.location }
-  }
 
   const find = async (q: SQL, scope: string, key: string) => {
     const [row] = await q<StoredRow[]>`

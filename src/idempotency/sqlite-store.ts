@@ -4,9 +4,8 @@ import type { Store } from '../db/client'
 import { idempotencyKeys } from '../db/schema'
 import { installSecret } from '../db/settings'
 import { settle } from '../db/settle'
-import { fieldDetail } from '../errors/details'
-import { conflict } from '../errors/errors'
 import {
+  answerOf,
   canonicalJson,
   IDEMPOTENCY_TTL_MS,
   type IdempotencyClaims,
@@ -61,16 +60,6 @@ export function createSqliteIdempotencyStore(
       },
     })
     .prepare()
-
-  function answerOf(row: StoredRow | null, key: string, fingerprint: string): StoredAnswer | null {
-    if (row === null) return null
-    if (row.fingerprint !== fingerprint) {
-      throw conflict('This Idempotency-Key was already used with a different request body', [
-        fieldDetail('Idempotency-Key', 'was used with a different request body', key),
-      ])
-    }
-    return { status: row.status, body: row.body, location: row.location }
-  }
 
   const findClaim = (scope: string, key: string, fingerprint: string) =>
     answerOf(findCurrent.get(scope, key, now() - IDEMPOTENCY_TTL_MS), key, fingerprint)

@@ -1,5 +1,5 @@
 import { fieldDetail } from '../errors/details'
-import { validationFailed } from '../errors/errors'
+import { conflict, validationFailed } from '../errors/errors'
 
 /** How long a stored answer is replayed, as Stripe does. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
@@ -82,4 +82,22 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.join(',')}}`
   }
   return JSON.stringify(value)
+}
+
+/**
+ * The stored answer for a key, from its row (null when there is none); CONFLICT when the key
+ * was used with another request body. Shared by both databases' stores.
+ */
+export function answerOf(
+  row: (StoredAnswer & { fingerprint: string }) | null | undefined,
+  key: string,
+  fingerprint: string,
+): StoredAnswer | null {
+  if (row === null || row === undefined) return null
+  if (row.fingerprint !== fingerprint) {
+    throw conflict('This Idempotency-Key was already used with a different request body', [
+      fieldDetail('Idempotency-Key', 'was used with a different request body', key),
+    ])
+  }
+  return { status: row.status, body: row.body, location: row.location }
 }

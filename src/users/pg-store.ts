@@ -1,7 +1,8 @@
 import type { SQL } from 'bun'
 import { fieldDetail } from '../errors/details'
-import { conflict, notFound, preconditionFailed, validationFailed } from '../errors/errors'
+import { conflict } from '../errors/errors'
 import {
+  checkGuard,
   EXPORT_SQL,
   type ExportedUser,
   emailKey,
@@ -38,21 +39,7 @@ export function createPgUserWrites(
   async function lockGuarded(tx: Queries, id: number, guard: WriteGuard): Promise<UserRecord> {
     const [current] = await tx<UserRecord[]>`
       SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id} FOR UPDATE`
-    if (current === undefined) throw notFound('No user with this id')
-    if (guard.versions !== null && !guard.versions.includes(current.version)) {
-      throw preconditionFailed()
-    }
-    const mismatched = Object.entries(guard.echo ?? {}).filter(
-      ([field, value]) => value !== undefined && current[field as keyof UserRecord] !== value,
-    )
-    if (mismatched.length > 0) {
-      throw validationFailed(
-        mismatched.map(([field, value]) =>
-          fieldDetail(field, 'is read-only and does not match the record', value),
-        ),
-      )
-    }
-    return current
+    return checkGuard(current, guard)
   }
 
   return {

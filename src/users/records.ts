@@ -1,3 +1,5 @@
+import { fieldDetail } from '../errors/details'
+import { notFound, preconditionFailed, validationFailed } from '../errors/errors'
 import type { User } from './schema'
 
 /** A user as stored: the public view plus the version its ETag is made from. */
@@ -62,4 +64,27 @@ export interface ExportedUser {
 /** The key email uniqueness is decided on: JavaScript lower-casing folds all of Unicode. */
 export function emailKey(email: string): string {
   return email.toLowerCase()
+}
+
+/**
+ * Checks the stored record against a write's guard (both databases call it on the row they
+ * hold locked): NOT_FOUND when there is none, PRECONDITION_FAILED when If-Match names another
+ * version, VALIDATION_ERROR when an echoed read-only field differs.
+ */
+export function checkGuard(current: UserRecord | null | undefined, guard: WriteGuard): UserRecord {
+  if (current === null || current === undefined) throw notFound('No user with this id')
+  if (guard.versions !== null && !guard.versions.includes(current.version)) {
+    throw preconditionFailed()
+  }
+  const mismatched = Object.entries(guard.echo ?? {}).filter(
+    ([field, value]) => value !== undefined && current[field as keyof UserRecord] !== value,
+  )
+  if (mismatched.length > 0) {
+    throw validationFailed(
+      mismatched.map(([field, value]) =>
+        fieldDetail(field, 'is read-only and does not match the record', value),
+      ),
+    )
+  }
+  return current
 }

@@ -5,8 +5,9 @@ import type { PageRequest } from '../db/page'
 import { users } from '../db/schema'
 import { settle } from '../db/settle'
 import { fieldDetail } from '../errors/details'
-import { conflict, notFound, preconditionFailed, validationFailed } from '../errors/errors'
+import { conflict } from '../errors/errors'
 import {
+  checkGuard,
   emailKey,
   type NewUser,
   RECORD_COLUMNS,
@@ -118,22 +119,7 @@ export function createSqliteUserStore(
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
 
   function requireGuarded(id: number, guard: WriteGuard): UserRecord {
-    const current = currentById.get(id)
-    if (current === null) throw notFound('No user with this id')
-    if (guard.versions !== null && !guard.versions.includes(current.version)) {
-      throw preconditionFailed()
-    }
-    const mismatched = Object.entries(guard.echo ?? {}).filter(
-      ([field, value]) => value !== undefined && current[field as keyof UserRecord] !== value,
-    )
-    if (mismatched.length > 0) {
-      throw validationFailed(
-        mismatched.map(([field, value]) =>
-          fieldDetail(field, 'is read-only and does not match the record', value),
-        ),
-      )
-    }
-    return current
+    return checkGuard(currentById.get(id), guard)
   }
 
   function writeChanges(id: number, changes: UserChanges): UserRecord {
