@@ -2,6 +2,7 @@ import type { SQL } from 'bun'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
 import {
+  type Clock,
   checkGuard,
   EXPORT_SQL,
   type ExportedUser,
@@ -14,8 +15,6 @@ import {
 import type { User } from './schema'
 import type { SearchRequest, SearchResult } from './search'
 import type { UserStore, UserWrites } from './store'
-
-export type Clock = () => Date
 
 /** A PostgreSQL connection to run statements on: the pool, or one transaction's connection. */
 export type Queries = SQL

@@ -2,6 +2,9 @@ import { fieldDetail } from '../errors/details'
 import { notFound, preconditionFailed, validationFailed } from '../errors/errors'
 import type { User } from './schema'
 
+/** The clock the users stores stamp created_at and updated_at with. */
+export type Clock = () => Date
+
 /** A user as stored: the public view plus the version its ETag is made from. */
 export interface UserRecord extends User {
   version: number

@@ -7,6 +7,7 @@ import { settle } from '../db/settle'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
 import {
+  type Clock,
   checkGuard,
   emailKey,
   type NewUser,
@@ -20,8 +21,6 @@ import type { User } from './schema'
 import { FilteredQueries, type SearchRequest } from './search'
 import { createSqliteUserBulk } from './sqlite-bulk'
 import type { UserStore, UserWrites } from './store'
-
-export type Clock = () => Date
 
 // The same columns for drizzle's RETURNING on writes.
 const recordColumns = {
