@@ -405,6 +405,9 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
 
   test('a key revoked meanwhile sends the console back to sign-in; sign-out forgets the key', async () => {
     await openSection('Overview')
+    // The heading shows before the overview's requests finish; revoking while they are in
+    // flight would send the console to sign-in before Refresh is pressed.
+    await page.getByRole('heading', { level: 2, name: 'Data' }).waitFor()
     const revoked = await runBinary(['keys', 'revoke', '1', '--data-dir', dataDir])
     expect(revoked.code).toBe(0)
     await activate(page, 'Refresh')
