@@ -50,6 +50,14 @@ export interface CredentialStore {
   purgeExpired(): Promise<void>
 }
 
-// The credential and its user in one statement: the routes that take these credentials (/me)
-// need the user anyway. Written with subqueries on purpose: the same read as a JOIN measured
-// 5.4 µs against 0.7 µs (bun:sqlite 1.4.5, two-row tables).
+/** The user of a credential row that was read with its expiry. */
+export function withoutExpiry(row: SignedInUser & { expires_at: number }): SignedInUser {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    version: row.version,
+  }
+}

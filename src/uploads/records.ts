@@ -59,3 +59,25 @@ export interface UploadRecords {
   /** A page of every upload with its files, newest first. */
   list(page: PageRequest): Promise<{ data: UploadRecord[]; total: number }>
 }
+
+/** A files row as both databases store it. */
+export interface FileRow {
+  id: string
+  upload_id: string
+  field: string
+  filename: string
+  content_type: string
+  size: number
+  sha256: string
+}
+
+export function fileOfRow(row: FileRow): FileRecord {
+  return {
+    id: row.id,
+    field: row.field,
+    filename: row.filename,
+    contentType: row.content_type,
+    size: row.size,
+    sha256: row.sha256,
+  }
+}

@@ -1,6 +1,13 @@
 import type { Store } from '../db/client'
 import { settle } from '../db/settle'
-import type { FileRecord, NewUpload, StoredFile, UploadRecord, UploadRecords } from './records'
+import {
+  type FileRow,
+  fileOfRow,
+  type NewUpload,
+  type StoredFile,
+  type UploadRecord,
+  type UploadRecords,
+} from './records'
 
 interface UploadRow {
   id: string
@@ -9,16 +16,6 @@ interface UploadRow {
   owner_user_id: number | null
   owner_key_id: number | null
   created_at: string
-}
-
-interface FileRow {
-  id: string
-  upload_id: string
-  field: string
-  filename: string
-  content_type: string
-  size: number
-  sha256: string
 }
 
 /** The SQLite upload rows, and the start-up sweep's question about a file. */
@@ -101,7 +98,7 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Sqlite
         const row = fileById.get(id)
         if (row === null) return null
         return {
-          ...toFile(row),
+          ...fileOfRow(row),
           uploadId: row.upload_id,
           isPublic: row.public === 1,
           owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
@@ -127,17 +124,6 @@ function toRecord(row: UploadRow, files: FileRow[]): UploadRecord {
     isPublic: row.public === 1,
     owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
     createdAt: row.created_at,
-    files: files.map(toFile),
-  }
-}
-
-function toFile(row: FileRow): FileRecord {
-  return {
-    id: row.id,
-    field: row.field,
-    filename: row.filename,
-    contentType: row.content_type,
-    size: row.size,
-    sha256: row.sha256,
+    files: files.map(fileOfRow),
   }
 }

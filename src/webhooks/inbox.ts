@@ -55,6 +55,8 @@ export interface WebhookInbox {
   record(event: ReceivedEvent): Promise<boolean>
   /** Up to `limit` pending or failed events due now, the earliest first, claimed for handling. */
   claimDue(limit: number): Promise<InboxEvent[]>
+  /** Gives back claimed events that were not handled (the worker's slice ran out first). */
+  release(seqs: readonly number[]): Promise<void>
   /** When the next event falls due (epoch ms), or null when none waits. */
   earliestDue(): Promise<number | null>
   /**

@@ -131,6 +131,9 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
         ),
       ),
 
+    // A claim on SQLite is a read: there is nothing to give back.
+    release: () => Promise.resolve(),
+
     earliestDue: () => settle(() => earliest.get()?.at ?? null),
 
     retry: (eventId) =>

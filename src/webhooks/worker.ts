@@ -57,6 +57,11 @@ export class WebhookWorker {
   private cancelTimer: (() => void) | null = null
   private timerAt = 0
   private stopped = true
+  /**
+   * How often to look for due events when none is known here (a shared inbox, where other
+   * instances record them); null for an inbox only this process writes.
+   */
+  pollMs: number | null = null
   /** Called after each event is handled (for metrics). */
   onHandled: (event: InboxEvent, status: 'processed' | 'ignored' | 'failed') => void = () => {}
 
@@ -141,7 +146,11 @@ export class WebhookWorker {
   private async scheduleNextRetry(): Promise<void> {
     if (this.stopped) return
     const due = await this.inbox.earliestDue().catch(() => null)
-    if (due !== null) this.schedule(Math.max(0, due - this.now()))
+    // On a shared inbox another instance may record events (or die holding some): look again
+    // at least this often, even when nothing here is due.
+    const poll = this.pollMs === null ? null : this.now() + this.pollMs
+    const next = due === null ? poll : poll === null ? due : Math.min(due, poll)
+    if (next !== null) this.schedule(Math.max(0, next - this.now()))
   }
 
   private async drain(): Promise<void> {
@@ -157,10 +166,13 @@ export class WebhookWorker {
           this.handle(event, () => index === 0 || performance.now() - started <= SLICE_MS),
         ),
       )
+      const unhandled: number[] = []
       due.forEach((event, index) => {
         const status = statuses[index]
         if (status !== undefined && status !== null) this.onHandled(event, status)
+        else unhandled.push(event.seq)
       })
+      await this.inbox.release(unhandled)
       // Yield between slices: a backlog must not hold up incoming requests.
       await new Promise<void>((resolve) => setImmediate(resolve))
     }

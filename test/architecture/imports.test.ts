@@ -105,7 +105,7 @@ describe('the import rule', () => {
 
   test('stores and services know nothing of HTTP', () => {
     const isStore = (module: string) =>
-      /(^|\/)(sqlite-[a-z-]+|store|records|inbox|service|worker|handlers)$/.test(module)
+      /(^|\/)(sqlite-[a-z-]+|pg-[a-z-]+|store|records|inbox|service|worker|handlers)$/.test(module)
     expect(
       violations((from, to) => isStore(from) && (inside(to, ['http']) || /routes$/.test(to))),
     ).toEqual([])

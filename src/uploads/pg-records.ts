@@ -1,0 +1,127 @@
+import type { SQL } from 'bun'
+import { pageOf, type WithTotal } from '../db/postgres/page'
+import {
+  type FileRow,
+  fileOfRow,
+  type NewUpload,
+  type StoredFile,
+  type UploadRecord,
+  type UploadRecords,
+} from './records'
+
+interface UploadRow {
+  id: string
+  description: string | null
+  public: boolean
+  owner_user_id: number | null
+  owner_key_id: number | null
+  created_at: string
+}
+
+const FILE_COLUMNS = 'id, upload_id, field, filename, content_type, size::float8 AS size, sha256'
+
+/** Upload and file rows in PostgreSQL (see UploadRecords). */
+export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords {
+  const filesOf = async (q: SQL, uploadIds: string[]): Promise<Map<string, FileRow[]>> => {
+    const rows =
+      uploadIds.length === 0
+        ? []
+        : await q.unsafe<FileRow[]>(
+            `SELECT ${FILE_COLUMNS} FROM files WHERE upload_id = ANY($1::text[]) ORDER BY upload_id, position`,
+            [uploadIds],
+          )
+    const byUpload = new Map<string, FileRow[]>()
+    for (const row of rows) {
+      const list = byUpload.get(row.upload_id) ?? []
+      list.push(row)
+      byUpload.set(row.upload_id, list)
+    }
+    return byUpload
+  }
+
+  const readUpload = async (q: SQL, id: string): Promise<UploadRecord | null> => {
+    const [row] = await q<UploadRow[]>`SELECT * FROM uploads WHERE id = ${id}`
+    if (row === undefined) return null
+    return toRecord(row, (await filesOf(q, [id])).get(id) ?? [])
+  }
+
+  return {
+    async insert(upload: NewUpload, place: () => void): Promise<UploadRecord> {
+      const createdAt = now().toISOString()
+      return await pool.begin(async (tx) => {
+        await tx`
+          INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at)
+          VALUES (${upload.id}, ${upload.description}, ${upload.isPublic}, ${upload.owner.userId},
+                  ${upload.owner.keyId}, ${createdAt})`
+        for (const [position, file] of upload.files.entries()) {
+          await tx`
+            INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position)
+            VALUES (${file.fileId}, ${upload.id}, ${file.field}, ${file.filename},
+                    ${file.contentType}, ${file.size}, ${file.sha256}, ${position})`
+        }
+        // Before the commit: no row is ever visible while its file is not in place.
+        place()
+        return (await readUpload(tx, upload.id)) as UploadRecord
+      })
+    },
+
+    get: (id) => readUpload(pool, id),
+
+    async file(id: string): Promise<StoredFile | null> {
+      const [row] = await pool.unsafe<(FileRow & Omit<UploadRow, 'id'>)[]>(
+        `SELECT f.id, f.upload_id, f.field, f.filename, f.content_type, f.size::float8 AS size,
+                f.sha256, u.public, u.owner_user_id, u.owner_key_id
+         FROM files f JOIN uploads u ON u.id = f.upload_id WHERE f.id = $1`,
+        [id],
+      )
+      if (row === undefined) return null
+      return {
+        ...fileOfRow(row),
+        uploadId: row.upload_id,
+        isPublic: row.public,
+        owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+      }
+    },
+
+    async remove(id: string): Promise<string[] | null> {
+      return await pool.begin(async (tx) => {
+        const files = await tx<{ id: string }[]>`SELECT id FROM files WHERE upload_id = ${id}`
+        const deleted = await tx`DELETE FROM uploads WHERE id = ${id} RETURNING 1`
+        return deleted.length > 0 ? files.map((file) => file.id) : null
+      })
+    },
+
+    async count(): Promise<number> {
+      const [row] = await pool<{ n: number }[]>`SELECT count(*)::int AS n FROM uploads`
+      return row?.n ?? 0
+    },
+
+    async list(page) {
+      // One snapshot for the page and its files.
+      return await pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
+        const { data, total } = await pageOf(
+          await tx<WithTotal<UploadRow & { n: number }>[]>`
+            SELECT *, (count(*) OVER ())::int AS total FROM uploads
+            ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+          () => tx`SELECT count(*)::int AS n FROM uploads`,
+        )
+        const files = await filesOf(
+          tx,
+          data.map((row) => row.id),
+        )
+        return { data: data.map((row) => toRecord(row, files.get(row.id) ?? [])), total }
+      })
+    },
+  }
+}
+
+function toRecord(row: UploadRow, files: FileRow[]): UploadRecord {
+  return {
+    id: row.id,
+    description: row.description,
+    isPublic: row.public,
+    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+    createdAt: row.created_at,
+    files: files.map(fileOfRow),
+  }
+}
