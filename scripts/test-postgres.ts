@@ -16,7 +16,7 @@ if (given === undefined || given === '') {
 }
 const url = server?.url ?? (given as string)
 const run = Bun.spawn(
-  [process.execPath, 'test', '--timeout', '60000', 'test/postgres', ...process.argv.slice(2)],
+  [process.execPath, 'test', '--timeout', '60000', ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/postgres'])],
   {
     stdio: ['inherit', 'inherit', 'inherit'],
     env: { ...process.env, ROSTER_TEST_DATABASE_URL: url },

@@ -18,6 +18,10 @@ export interface Config {
   readonly host: string
   readonly port: number
   readonly dataDir: string
+  /** A postgres:// URL: the database is PostgreSQL (several instances may share it); null: SQLite. */
+  readonly databaseUrl: string | null
+  /** Named prepared statements on PostgreSQL (off behind transaction-mode poolers). */
+  readonly databasePrepare: boolean
   readonly publicUrl: string | null
   readonly logFile: string | null
   readonly sync: 'full' | 'normal'
@@ -84,6 +88,24 @@ export const SERVE_OPTIONS = [
     defaultText: './data',
     help: 'directory holding roster.db and uploads/',
     parse: (text) => resolve(text),
+  }),
+  option({
+    key: 'databaseUrl',
+    fallback: () => null,
+    flag: 'database-url',
+    env: ['ROSTER_DATABASE_URL'],
+    defaultText: '(SQLite in the data directory)',
+    help: 'postgres://user:password@host:port/database: use PostgreSQL, which several roster instances can share',
+    parse: parseDatabaseUrl,
+  }),
+  option({
+    key: 'databasePrepare',
+    fallback: () => true,
+    flag: 'prepared-statements',
+    env: ['ROSTER_PREPARED_STATEMENTS'],
+    defaultText: 'on',
+    help: 'on or off: PostgreSQL prepared statements (off behind a transaction-mode pooler such as PgBouncer or Supavisor)',
+    parse: (text, source) => oneOf(text, source, ['on', 'off'] as const) === 'on',
   }),
   option({
     key: 'publicUrl',
@@ -198,6 +220,20 @@ export const SERVE_OPTIONS = [
     parse: parseBoolean,
   }),
 ] as const
+
+/** A postgres:// or postgresql:// URL with a host; the password never appears in the error. */
+function parseDatabaseUrl(text: string, source: string): string {
+  let url: URL | null = null
+  try {
+    url = new URL(text)
+  } catch {}
+  if (url === null || !/^postgres(ql)?:$/.test(url.protocol) || url.hostname === '') {
+    throw new ConfigError(
+      `invalid value for ${source}: expected postgres://user:password@host:port/database`,
+    )
+  }
+  return text
+}
 
 export type OptionKey = (typeof SERVE_OPTIONS)[number]['key']
 

@@ -35,8 +35,8 @@ export class ServerStartError extends Error {}
  * listen maps them; measured 9 µs less CPU per request than one fetch handler in front).
  * Throws DataDirError, DatabaseOpenError or ServerStartError.
  */
-export function startServer(config: Config, log: Logger): RunningServer {
-  const deps = makeDeps(config, log, undefined, { sweepUploads: true })
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const deps = await makeDeps(config, log, undefined, { sweepUploads: true })
   const routes = new RouteTable()
   const accessLog = new AccessLog(config.logFile)
   const app = createApp(deps, { routes, accessLog })
@@ -52,7 +52,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       error: (error) => lastResort(error, log),
     })
   } catch (error) {
-    deps.close()
+    await deps.close()
     throw new ServerStartError(describeListenFailure(config, error))
   }
   const server = app.server as Server<unknown>
@@ -72,7 +72,7 @@ export function startServer(config: Config, log: Logger): RunningServer {
       // The handler in flight finishes; the rest stays in the inbox for the next start.
       await deps.webhooks.worker.stop()
       await accessLog.close()
-      deps.close()
+      await deps.close()
     })()
     return stopping
   }

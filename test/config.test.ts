@@ -8,6 +8,8 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       port: 8080,
       dataDir: resolve('data'),
+      databaseUrl: null,
+      databasePrepare: true,
       publicUrl: null,
       logFile: null,
       sync: 'full',

@@ -11,7 +11,7 @@ async function withServer(
   overrides: Parameters<typeof testConfig>[0] extends infer C ? Partial<C> : never = {},
 ) {
   using dir = tempDir()
-  const server = startServer(
+  const server = await startServer(
     testConfig({ dataDir: dir.path, logFile: join(dir.path, 'access.log'), ...overrides }),
     memoryLogger(),
   )
@@ -172,9 +172,9 @@ describe('the listening server', () => {
   test('a port in use is a ServerStartError with one clear line', async () => {
     await withServer(async (server) => {
       using other = tempDir()
-      expect(() =>
+      await expect(
         startServer(testConfig({ dataDir: other.path, port: server.port }), memoryLogger()),
-      ).toThrow(new ServerStartError(`port ${server.port} on 127.0.0.1 is already in use`))
+      ).rejects.toThrow(new ServerStartError(`port ${server.port} on 127.0.0.1 is already in use`))
     })
   })
 

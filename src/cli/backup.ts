@@ -1,10 +1,10 @@
 import { resolve } from 'node:path'
 import { ConfigError, loadConfig } from '../config'
 import { backupDatabase } from '../db/backup'
-import { configFlags, parseFlags, renderFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, parseFlags, renderFlags } from './args'
 import { formatBytes } from './format'
 
-const FLAGS = serveFlags('data-dir')
+const FLAGS = databaseFlags()
 
 export const BACKUP_HELP = () => `Usage: roster backup FILE [flags]
 
@@ -15,6 +15,9 @@ it is put in place; its size and the time taken are printed.
 To restore: stop roster, replace DATA_DIR/roster.db with the copy (and delete roster.db-wal and
 roster.db-shm if present), start roster. Uploaded files live in DATA_DIR/uploads/ and are not
 in the database: copy that directory too.
+
+On PostgreSQL (--database-url) this command refuses: back up with pg_dump, and the bucket
+with its own versioning or replication.
 
 ${renderFlags(FLAGS)}`
 
@@ -28,6 +31,11 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
   const [target] = positionals
   if (target === undefined) throw new ConfigError('backup needs a FILE (see roster backup --help)')
   const config = loadConfig(configFlags(flags), env)
+  if (config.databaseUrl !== null) {
+    throw new ConfigError(
+      'roster backup copies the embedded SQLite database; on PostgreSQL use pg_dump (for example pg_dump --format=custom --file=roster.dump "$ROSTER_DATABASE_URL")',
+    )
+  }
   const dbPath = resolve(config.dataDir, 'roster.db')
   const destination = resolve(target)
   const { bytes, ms } = backupDatabase(dbPath, destination)

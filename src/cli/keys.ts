@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from '../config'
 import { parseRowId } from '../db/row-id'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
-import { configFlags, type FlagSpec, parseFlags, renderFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, type FlagSpec, parseFlags, renderFlags } from './args'
 
 const NAME_FLAG: FlagSpec = {
   flag: 'name',
@@ -26,7 +26,7 @@ Manages API keys directly in the database (the server may be running).
 create prints the new key alone on stdout (so KEY=$(roster keys create --name ci) works) and
 its id on stderr; the key is not shown again. revoke refuses the key from the next request on.
 
-${renderFlags([NAME_FLAG, JSON_FLAG, ...serveFlags('data-dir')])}`
+${renderFlags([NAME_FLAG, JSON_FLAG, ...databaseFlags()])}`
 
 /** `roster keys …`. */
 export async function run(
@@ -38,14 +38,14 @@ export async function run(
     console.log(KEYS_HELP())
     return action === undefined ? 2 : 0
   }
-  const specs = [...serveFlags('data-dir'), NAME_FLAG, JSON_FLAG]
+  const specs = [...databaseFlags(), NAME_FLAG, JSON_FLAG]
   const { flags, positionals } = parseFlags('keys', rest, specs, action === 'revoke' ? 1 : 0)
   if (flags.help) {
     console.log(KEYS_HELP())
     return 0
   }
   const { name, json, ...serverFlags } = configFlags(flags)
-  const deps = makeDeps(loadConfig(serverFlags, env), createLogger())
+  const deps = await makeDeps(loadConfig(serverFlags, env), createLogger())
   try {
     switch (action) {
       case 'create': {
@@ -80,7 +80,7 @@ export async function run(
         )
     }
   } finally {
-    deps.close()
+    await deps.close()
   }
 }
 

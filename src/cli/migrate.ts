@@ -1,9 +1,9 @@
 import { loadConfig } from '../config'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
-import { configFlags, parseFlags, renderFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, parseFlags, renderFlags } from './args'
 
-const FLAGS = serveFlags('data-dir')
+const FLAGS = databaseFlags()
 
 export const MIGRATE_HELP = () => `Usage: roster migrate [flags]
 
@@ -13,15 +13,18 @@ the same at start, so this is only needed to migrate ahead of time.
 ${renderFlags(FLAGS)}`
 
 /** `roster migrate`. */
-export function run(args: string[], env: Record<string, string | undefined>): number {
+export async function run(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const { flags } = parseFlags('migrate', args, FLAGS)
   if (flags.help) {
     console.log(MIGRATE_HELP())
     return 0
   }
   const config = loadConfig(configFlags(flags), env)
-  const deps = makeDeps(config, createLogger())
-  deps.close()
-  console.log(`database ${deps.dbPath} is up to date`)
+  const deps = await makeDeps(config, createLogger())
+  await deps.close()
+  console.log(`database ${deps.describe.database} is up to date`)
   return 0
 }

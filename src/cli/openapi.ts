@@ -20,10 +20,10 @@ export async function run(args: string[]): Promise<number> {
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'roster-openapi-'))
   try {
-    const deps = makeDeps(testConfig({ dataDir }), createLogger())
+    const deps = await makeDeps(testConfig({ dataDir }), createLogger())
     const response = await createApp(deps).handle(new Request('http://localhost/swagger/json'))
     console.log(JSON.stringify(await response.json(), null, 2))
-    deps.close()
+    await deps.close()
   } finally {
     rmSync(dataDir, { recursive: true, force: true })
   }

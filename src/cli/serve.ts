@@ -31,14 +31,17 @@ export async function run(
   }
   const config = loadConfig(configFlags(flags), env)
   const log = createLogger()
-  const server = startServer(config, log)
+  const server = await startServer(config, log)
   const rate = config.rateLimit === null ? 'off' : `${config.rateLimit}/s`
+  const { database, storage } = server.deps.describe
   log.info(
-    `roster ${VERSION} listening on ${server.url}; data in ${config.dataDir}; /users ${config.usersAccess}; sync ${config.sync}; rate limit ${rate}`,
+    `roster ${VERSION} listening on ${server.url}; database ${database}; uploads ${storage}; /users ${config.usersAccess}; sync ${config.sync}; rate limit ${rate}`,
     {
       version: VERSION,
       address: server.url,
       data_dir: config.dataDir,
+      database,
+      uploads: storage,
       users_access: config.usersAccess,
       sync: config.sync,
       rate_limit: rate,

@@ -27,10 +27,10 @@ export async function withDeps(
   env: Record<string, string | undefined>,
   work: (deps: Deps) => Promise<number>,
 ): Promise<number> {
-  const deps = makeDeps(loadConfig(serverFlags, env), createLogger())
+  const deps = await makeDeps(loadConfig(serverFlags, env), createLogger())
   try {
     return await work(deps)
   } finally {
-    deps.close()
+    await deps.close()
   }
 }

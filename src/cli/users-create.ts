@@ -4,7 +4,7 @@ import { ConfigError } from '../config'
 import { AppError } from '../errors/errors'
 import { toView } from '../users/records'
 import { CreateUserBody } from '../users/schema'
-import { configFlags, type FlagSpec, parseFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { withDeps } from './users-common'
 
 export const CREATE_FLAGS: FlagSpec[] = [
@@ -22,7 +22,7 @@ export const CREATE_FLAGS: FlagSpec[] = [
     help: 'read the password from standard input (one line), so it stays out of the shell history',
     boolean: true,
   },
-  ...serveFlags('data-dir'),
+  ...databaseFlags(),
 ]
 
 const validate = TypeCompiler.Compile(CreateUserBody)

@@ -1,6 +1,6 @@
 import type { ExportedUser } from '../users/records'
 import { exportChunks } from '../users/transfer'
-import { configFlags, type FlagSpec, parseFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { FORMAT_FLAG, parseFormat, withDeps } from './users-common'
 
 export const EXPORT_FLAGS: FlagSpec[] = [
@@ -12,7 +12,7 @@ export const EXPORT_FLAGS: FlagSpec[] = [
     help: 'add a password_hash column, so users keep their passwords when imported into another roster (treat the file like the database)',
     boolean: true,
   },
-  ...serveFlags('data-dir'),
+  ...databaseFlags(),
 ]
 
 /** `roster users export`: every user to standard output, from one snapshot. */

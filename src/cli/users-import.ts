@@ -4,7 +4,7 @@ import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
 import { readRecords } from '../users/import-records'
 import { type ImportRow, type RowError, RowValidator } from '../users/transfer'
-import { configFlags, type FlagSpec, parseFlags, serveFlags } from './args'
+import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { Progress } from './progress'
 import { FORMAT_FLAG, parseFormat, withDeps } from './users-common'
 
@@ -17,7 +17,7 @@ export const IMPORT_FLAGS: FlagSpec[] = [
     help: 'import the valid rows and report the others, instead of importing nothing when a row is invalid',
     boolean: true,
   },
-  ...serveFlags('data-dir'),
+  ...databaseFlags(),
 ]
 
 /** Rows whose emails are looked up together. */

@@ -35,7 +35,7 @@ type CheckState = 'ok' | 'failing'
  */
 export function healthRoutes(
   inputs: {
-    checks: () => CheckResults
+    checks: () => CheckResults | Promise<CheckResults>
     version: string
     clock: () => number
     startedAt: number
@@ -44,28 +44,34 @@ export function healthRoutes(
   prefix: '' | '/v1' | '/v2',
 ) {
   const { checks, version, clock, startedAt, publicUrl } = inputs
+  const answer = (results: CheckResults, request: Request, requestId: string) => {
+    const { database, storage, disk, freeBytes } = results
+    const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
+    const body = {
+      status: healthy ? 'ok' : 'unavailable',
+      version,
+      uptime_s: Math.floor((clock() - startedAt) / 1000),
+      checks: { database, storage, disk },
+      disk_free_bytes: freeBytes,
+    } as const
+    if (healthy) return body
+    const failing = Object.entries(body.checks)
+      .filter(([, state]) => state === 'failing')
+      .map(([name]) =>
+        name === 'disk' ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
+      )
+    const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
+    const docsBase = publicBaseUrl(request, publicUrl)
+    return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
+  }
   return new Elysia({ prefix }).get(
     '/health',
     ({ request, set }) => {
-      const { database, storage, disk, freeBytes } = checks()
-      const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
-      const body = {
-        status: healthy ? 'ok' : 'unavailable',
-        version,
-        uptime_s: Math.floor((clock() - startedAt) / 1000),
-        checks: { database, storage, disk },
-        disk_free_bytes: freeBytes,
-      } as const
-      if (healthy) return body
-      const failing = Object.entries(body.checks)
-        .filter(([, state]) => state === 'failing')
-        .map(([name]) =>
-          name === 'disk' ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
-        )
-      const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
+      const results = checks()
       const requestId = String(set.headers['x-request-id'])
-      const docsBase = publicBaseUrl(request, publicUrl)
-      return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
+      return results instanceof Promise
+        ? results.then((done) => answer(done, request, requestId))
+        : answer(results, request, requestId)
     },
     {
       detail: {
@@ -87,37 +93,56 @@ export interface CheckResults {
   freeBytes: number | null
 }
 
-/** What /health checks; each check throws when it fails. */
+/** What /health checks; each check throws (or rejects) when it fails. */
 export interface HealthSources {
   clock: () => number
   disk: { state(): { full: boolean; freeBytes: number | null } }
-  checkDatabase: () => void
-  checkStorage: () => void
+  checkDatabase: () => void | Promise<void>
+  checkStorage: () => void | Promise<void>
 }
 
-export function healthChecks(sources: HealthSources): () => CheckResults {
+/**
+ * The checks, run at most once a second. Synchronous checks (SQLite, local disk) give their
+ * result at once; when one answers a promise (PostgreSQL, object storage), the requests that
+ * arrive meanwhile share that one run and wait for it.
+ */
+export function healthChecks(sources: HealthSources): () => CheckResults | Promise<CheckResults> {
   let checkedAt = Number.NEGATIVE_INFINITY
   let result: CheckResults = { database: 'ok', storage: 'ok', disk: 'ok', freeBytes: null }
-  const passes = (check: () => unknown): CheckState => {
+  let running: Promise<CheckResults> | null = null
+  const passes = (check: () => void | Promise<void>): CheckState | Promise<CheckState> => {
     try {
-      check()
+      const outcome = check()
+      if (outcome instanceof Promise) {
+        return outcome.then(
+          () => 'ok' as const,
+          () => 'failing' as const,
+        )
+      }
       return 'ok'
     } catch {
       return 'failing'
     }
   }
   return () => {
+    if (running !== null) return running
     const now = sources.clock()
-    if (now - checkedAt >= HEALTH_CHECK_INTERVAL_MS) {
-      checkedAt = now
-      const disk = sources.disk.state()
-      result = {
-        disk: disk.full ? 'failing' : 'ok',
-        freeBytes: disk.freeBytes,
-        database: passes(sources.checkDatabase),
-        storage: passes(sources.checkStorage),
-      }
+    if (now - checkedAt < HEALTH_CHECK_INTERVAL_MS) return result
+    checkedAt = now
+    const disk = sources.disk.state()
+    const database = passes(sources.checkDatabase)
+    const storage = passes(sources.checkStorage)
+    const done = (database: CheckState, storage: CheckState): CheckResults => {
+      result = { disk: disk.full ? 'failing' : 'ok', freeBytes: disk.freeBytes, database, storage }
+      return result
     }
-    return result
+    if (!(database instanceof Promise) && !(storage instanceof Promise)) {
+      return done(database, storage)
+    }
+    running = Promise.all([database, storage]).then(([database, storage]) => {
+      running = null
+      return done(database, storage)
+    })
+    return running
   }
 }

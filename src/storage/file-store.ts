@@ -48,10 +48,10 @@ export interface FileStore {
   /** Throws when the store cannot take new files (for /health). */
   check(): void
   /**
-   * After a crash: deletes every pending file, and every placed one `isKnown` disowns (placed,
-   * but its transaction did not commit). Returns how many went.
+   * After a crash: deletes every pending file, and every placed one `known` does not return
+   * (placed, but its transaction did not commit). Resolves to how many went.
    */
-  sweep(isKnown: (fileId: string) => boolean): number
+  sweep(known: (fileIds: readonly string[]) => Promise<ReadonlySet<string>>): Promise<number>
 }
 
 /**

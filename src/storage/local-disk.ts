@@ -99,14 +99,18 @@ export class LocalDiskStore implements FileStore {
     accessSync(this.incoming, constants.W_OK)
   }
 
-  sweep(isKnown: (fileId: string) => boolean): number {
+  async sweep(
+    known: (fileIds: readonly string[]) => Promise<ReadonlySet<string>>,
+  ): Promise<number> {
     let removed = 0
     for (const name of readdirSync(this.incoming)) {
       rmSync(join(this.incoming, name), { force: true, recursive: true })
       removed += 1
     }
-    for (const name of readdirSync(this.dir)) {
-      if (name === INCOMING || isKnown(name)) continue
+    const placed = readdirSync(this.dir).filter((name) => name !== INCOMING)
+    const registered = await known(placed)
+    for (const name of placed) {
+      if (registered.has(name)) continue
       rmSync(join(this.dir, name), { force: true, recursive: true })
       removed += 1
     }

@@ -17,7 +17,7 @@ describe('POST /login', () => {
   ])(
     'a form with %s and %s signs in: token, user, session cookie',
     async (idField, secretField) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       await t.post('/users', ada)
       const reply = await t.call(
         'POST',
@@ -40,7 +40,7 @@ describe('POST /login', () => {
   )
 
   test('JSON and multipart bodies sign in too', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     expect((await t.post('/login', { email: ada.email, password: PASSWORD })).status).toBe(200)
     const multipart = new FormData()
@@ -50,7 +50,7 @@ describe('POST /login', () => {
   })
 
   test('a wrong password and an unknown email get the same 401, in similar time', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const timed = async (email: string) => {
       const started = performance.now()
@@ -74,7 +74,7 @@ describe('POST /login', () => {
   })
 
   test('a user created without a password cannot sign in', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'No Pass', email: 'nopass@example.com' })
     const before = passwordWorkload().verifications
     const reply = await t.call(
@@ -87,7 +87,7 @@ describe('POST /login', () => {
   })
 
   test('missing fields are a 422 naming each, without echoing the password', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const none = expectEnvelope(await t.call('POST', '/login', form({})), 422, 'VALIDATION_ERROR')
     expect(none.details).toEqual([
       { field: 'email', message: 'is required (as email, username or login)', received: '' },
@@ -105,7 +105,7 @@ describe('POST /login', () => {
   })
 
   test('a field given twice, or a file part, is a 422', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const twice = await t.call('POST', '/login', {
       body: 'email=a%40b.co&email=c%40d.co&password=x',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -119,7 +119,7 @@ describe('POST /login', () => {
   })
 
   test.each(['text/plain', 'application/xml', ''])('Content-Type %p is 415', async (type) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/login', {
       body: 'email=a@b.co&password=x',
       headers: type === '' ? {} : { 'content-type': type },
@@ -128,7 +128,7 @@ describe('POST /login', () => {
   })
 
   test('malformed bodies are 400; oversized ones 413', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const json = await t.call('POST', '/login', {
       body: '{nope',
       headers: { 'content-type': 'application/json' },
@@ -149,13 +149,13 @@ describe('POST /login', () => {
 
   test('the cookie is Secure with --cookie-secure, or behind --trust-proxy with X-Forwarded-Proto: https', async () => {
     {
-      using t = makeTestApp({ cookieSecure: true })
+      await using t = await makeTestApp({ cookieSecure: true })
       await t.post('/users', ada)
       const reply = await t.call('POST', '/login', form({ email: ada.email, password: PASSWORD }))
       expect(reply.headers.get('set-cookie')).toContain('; Secure')
     }
     {
-      using t = makeTestApp({ trustProxy: true })
+      await using t = await makeTestApp({ trustProxy: true })
       await t.post('/users', ada)
       const login = (proto: string) =>
         t.call('POST', '/login', {
@@ -170,7 +170,7 @@ describe('POST /login', () => {
     }
     {
       // Without --trust-proxy the header is anyone's to send, so it is ignored.
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       await t.post('/users', ada)
       const reply = await t.call('POST', '/login', {
         ...form({ email: ada.email, password: PASSWORD }),
@@ -187,7 +187,7 @@ describe('POST /login', () => {
 describe('the login limiter', () => {
   test('10 failures for one address: 429 with Retry-After, even for the right password, until the window passes', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z')
-    using t = makeTestApp({}, () => new Date(clock))
+    await using t = await makeTestApp({}, () => new Date(clock))
     await t.post('/users', ada)
     for (let i = 0; i < 10; i++) {
       expectEnvelope(
@@ -215,7 +215,7 @@ describe('the login limiter', () => {
   })
 
   test('50 concurrent wrong logins for one address: at most 10 passwords checked, the rest 429; another address still signs in', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     await t.post('/users', { name: 'Bob', email: 'bob@example.com', password: PASSWORD })
     const guesses = Array.from({ length: 50 }, (_, i) =>
@@ -241,7 +241,7 @@ describe('the login limiter', () => {
   })
 
   test('50 concurrent wrong Basic credentials on /secure: at most 10 checked, the rest 429', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const replies = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -257,7 +257,7 @@ describe('the login limiter', () => {
   })
 
   test('only 401 answers count: 422s and successes do not', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     for (let i = 0; i < 12; i++) await t.call('POST', '/login', form({ email: ada.email }))
     for (let i = 0; i < 12; i++)
@@ -268,7 +268,7 @@ describe('the login limiter', () => {
   })
 
   test('50 failures from one IP (behind --trust-proxy): 429 for every address from it', async () => {
-    using t = makeTestApp({ trustProxy: true })
+    await using t = await makeTestApp({ trustProxy: true })
     await t.post('/users', ada)
     const from = (ip: string, email: string, password: string) =>
       t.call('POST', '/login', {

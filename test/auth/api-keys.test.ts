@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test'
-import { expectEnvelope, makeTestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey, signedIn } from '../helpers/auth'
 
 describe('/api-keys', () => {
   test('POST creates a key, shown once; only its hash is stored', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
     const reply = await t.post(
       '/api-keys',
@@ -20,14 +20,14 @@ describe('/api-keys', () => {
       created_at: expect.any(String),
     })
     expect(reply.headers.get('cache-control')).toBe('no-store')
-    const dump = JSON.stringify(t.deps.db.$client.query('SELECT * FROM api_keys').all())
+    const dump = JSON.stringify(await dbQuery(t.deps, 'SELECT * FROM api_keys'))
     expect(dump).not.toContain(reply.body.key)
     expect(dump).not.toContain(admin)
     expect((await t.get('/data', { headers: { 'x-api-key': reply.body.key } })).status).toBe(200)
   })
 
   test('GET lists active keys with the list envelope, X-Total-Count and Link, never the key', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
     for (let i = 0; i < 4; i++) await t.deps.apiKeys.create(`k${i}`)
     await t.deps.apiKeys.revoke(3)
@@ -52,7 +52,7 @@ describe('/api-keys', () => {
   })
 
   test('DELETE revokes; an unknown, already revoked or malformed id is 404', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
     await t.deps.apiKeys.create('other')
     const headers = { 'x-api-key': admin }
@@ -66,7 +66,7 @@ describe('/api-keys', () => {
   })
 
   test('POST validates the name and the body like /users', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const headers = { 'x-api-key': await apiKey(t) }
     expectEnvelope(await t.post('/api-keys', {}, { headers }), 422, 'VALIDATION_ERROR')
     expectEnvelope(await t.post('/api-keys', { name: '' }, { headers }), 422, 'VALIDATION_ERROR')
@@ -86,7 +86,7 @@ describe('/api-keys', () => {
   })
 
   test('every route needs an API key: a user credential is not enough, and 401 comes before 422', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { token } = await signedIn(t)
     for (const [method, path] of [
       ['POST', '/api-keys'],

@@ -4,7 +4,7 @@ import { form, PASSWORD, signedIn } from '../helpers/auth'
 
 describe('CSRF', () => {
   test('an unsafe request with the session cookie from another origin is 403, and changes nothing', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { cookie, userId } = await signedIn(t)
     const crossSite: Record<string, string>[] = [
       { origin: 'https://evil.test' },
@@ -28,7 +28,7 @@ describe('CSRF', () => {
   })
 
   test('the same origin, a listed origin, same-origin fetch metadata, or no headers at all pass', async () => {
-    using t = makeTestApp({ corsOrigins: ['https://app.example.com'] })
+    await using t = await makeTestApp({ corsOrigins: ['https://app.example.com'] })
     const { cookie, userId } = await signedIn(t)
     const allowed: Record<string, string>[] = [
       { origin: 'http://localhost' },
@@ -47,7 +47,7 @@ describe('CSRF', () => {
   })
 
   test('a cross-site form post to /login is 403 even without a cookie; JSON is left to CORS', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'Ada', email: 'ada@example.com', password: PASSWORD })
     for (const path of ['/login', '/v1/login', '/v2/login']) {
       const formPost = await t.call('POST', path, {
@@ -73,7 +73,7 @@ describe('CSRF', () => {
   })
 
   test('--public-url is the service’s own origin', async () => {
-    using t = makeTestApp({ publicUrl: 'https://roster.example.com' })
+    await using t = await makeTestApp({ publicUrl: 'https://roster.example.com' })
     const { cookie, userId } = await signedIn(t)
     const own = await t.call('PATCH', `/users/${userId}`, {
       json: { name: 'x' },
@@ -88,7 +88,7 @@ describe('CSRF', () => {
   })
 
   test('safe methods are never refused', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { cookie } = await signedIn(t)
     expect((await t.get('/me', { headers: { cookie, origin: 'https://evil.test' } })).status).toBe(
       200,

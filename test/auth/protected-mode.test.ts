@@ -3,14 +3,14 @@ import { expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey, basic, PASSWORD, signedIn } from '../helpers/auth'
 
 async function protectedApp() {
-  const t = makeTestApp({ usersAccess: 'protected' })
+  const t = await makeTestApp({ usersAccess: 'protected' })
   const key = await apiKey(t, 'admin')
   return Object.assign(t, { keyHeader: { 'x-api-key': key } })
 }
 
 describe('--users-access protected', () => {
   test('reads need a credential: 401 naming every scheme without one', async () => {
-    using t = await protectedApp()
+    await using t = await protectedApp()
     for (const path of ['/users', '/users/1', '/v2/users']) {
       const reply = await t.get(path)
       expectEnvelope(reply, 401, 'UNAUTHORIZED')
@@ -21,7 +21,7 @@ describe('--users-access protected', () => {
   })
 
   test('any valid credential may read', async () => {
-    using t = await protectedApp()
+    await using t = await protectedApp()
     await t.post(
       '/users',
       { name: 'Ada', email: 'ada@example.com', password: PASSWORD },
@@ -41,7 +41,7 @@ describe('--users-access protected', () => {
   })
 
   test('creating needs an API key: a user credential is 403, none is 401 (before validation)', async () => {
-    using t = await protectedApp()
+    await using t = await protectedApp()
     await t.post(
       '/users',
       { name: 'Ada', email: 'ada@example.com', password: PASSWORD },
@@ -59,7 +59,7 @@ describe('--users-access protected', () => {
   })
 
   test('a user may change and delete its own record, not another’s', async () => {
-    using t = await protectedApp()
+    await using t = await protectedApp()
     for (const email of ['ada@example.com', 'bob@example.com']) {
       await t.post('/users', { name: 'U', email, password: PASSWORD }, { headers: t.keyHeader })
     }
@@ -87,7 +87,7 @@ describe('--users-access protected', () => {
   })
 
   test('open mode (the default) asks for nothing', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { userId } = await signedIn(t)
     expect((await t.call('DELETE', `/users/${userId}`)).status).toBe(200)
   })

@@ -1,6 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { passwordWorkload } from '../../src/auth/passwords'
-import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, basic, form, PASSWORD, signedIn } from '../helpers/auth'
 
 // Many sign-ins here each run argon2id (tens of ms).
@@ -8,9 +8,9 @@ setDefaultTimeout(30_000)
 
 const HOUR = 3600_000
 
-function clockedApp() {
+async function clockedApp() {
   const clock = { now: Date.parse('2026-01-01T00:00:00Z') }
-  const t = makeTestApp({}, () => new Date(clock.now))
+  const t = await makeTestApp({}, () => new Date(clock.now))
   return Object.assign(t, { clock })
 }
 
@@ -28,7 +28,7 @@ async function expect401(
 
 describe('Bearer on /me', () => {
   test('valid: the caller’s record; also under /v1 and /v2', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { token } = await signedIn(t)
     for (const prefix of ['', '/v1', '/v2']) {
       const reply = await t.get(`${prefix}/me`, { headers: { authorization: `Bearer ${token}` } })
@@ -48,13 +48,13 @@ describe('Bearer on /me', () => {
     ['another scheme', { authorization: basic('ada@example.com', PASSWORD) }],
     ['an API key instead', { 'x-api-key': `rk_${'x'.repeat(43)}` }],
   ])('%s: 401 with WWW-Authenticate: Bearer', async (_label, headers) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await signedIn(t)
     await expect401(t, '/me', headers as Record<string, string>, 'Bearer')
   })
 
   test('expired after one hour; revoked at logout', async () => {
-    using t = clockedApp()
+    await using t = await clockedApp()
     const first = await signedIn(t)
     const auth = { authorization: `Bearer ${first.token}` }
     t.clock.now += HOUR - 1000
@@ -77,7 +77,7 @@ describe('Bearer on /me', () => {
 
 describe('the session cookie on /me', () => {
   test('valid; tampered; expired after 7 days; renewed on use', async () => {
-    using t = clockedApp()
+    await using t = await clockedApp()
     const { cookie } = await signedIn(t)
     expect((await t.get('/me', { headers: { cookie } })).status).toBe(200)
     const tampered = `${cookie.slice(0, -1)}${cookie.endsWith('A') ? 'B' : 'A'}`
@@ -100,7 +100,7 @@ describe('the session cookie on /me', () => {
   })
 
   test('logout revokes exactly what was presented, and clears the cookie', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { token, cookie } = await signedIn(t)
     const out = await t.call('POST', '/logout', { headers: { cookie, origin: 'http://localhost' } })
     expect(out.status).toBe(204)
@@ -115,7 +115,7 @@ describe('the session cookie on /me', () => {
 
 describe('a password change', () => {
   test('revokes every session and token of that user (and not of others)', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const ada = await signedIn(t)
     const bob = await signedIn(t, 'bob@example.com')
     const patch = await t.call('PATCH', `/users/${ada.userId}`, {
@@ -130,7 +130,7 @@ describe('a password change', () => {
   })
 
   test('a name change does not', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const ada = await signedIn(t)
     await t.call('PATCH', `/users/${ada.userId}`, { json: { name: 'Countess' } })
     expect(
@@ -141,7 +141,7 @@ describe('a password change', () => {
 
 describe('Basic on /secure', () => {
   test('valid: authenticated with the user; argon2 runs once, then the verified credential is cached', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await signedIn(t)
     const header = { authorization: basic('ada@example.com', PASSWORD) }
     const first = await t.get('/secure', { headers: header })
@@ -157,7 +157,7 @@ describe('Basic on /secure', () => {
   })
 
   test('the cache is dropped when the password changes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const { userId } = await signedIn(t)
     const old = { authorization: basic('ada@example.com', PASSWORD) }
     expect((await t.get('/secure', { headers: old })).status).toBe(200)
@@ -173,7 +173,7 @@ describe('Basic on /secure', () => {
   })
 
   test('unicode passwords and passwords with colons work (split at the first colon)', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const [email, password] of [
       ['u1@example.com', 'pässwörd-日本語-🔑'],
       ['u2@example.com', 'with:colons:inside'],
@@ -199,7 +199,7 @@ describe('Basic on /secure', () => {
     ['unknown user', { authorization: basic('nobody@example.com', PASSWORD) }],
     ['a bearer token instead', { authorization: 'Bearer abc' }],
   ])('%s: 401 with the Basic challenge', async (_label, headers) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await signedIn(t)
     const reply = await expect401(t, '/secure', headers as Record<string, string>, 'Basic')
     expect(reply.headers.get('www-authenticate')).toBe('Basic realm="roster", charset="UTF-8"')
@@ -207,7 +207,7 @@ describe('Basic on /secure', () => {
   })
 
   test('wrong Basic passwords count towards the limiter like failed logins', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await signedIn(t)
     for (let i = 0; i < 10; i++)
       await t.get('/secure', { headers: { authorization: basic('ada@example.com', `nope ${i}`) } })
@@ -221,7 +221,7 @@ describe('Basic on /secure', () => {
 
 describe('API key on /data', () => {
   test('valid in the header or the query: counts and the key; last_used_at recorded', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'A', email: 'a@example.com' })
     const key = await apiKey(t, 'reporting')
     const viaHeader = await t.get('/data', { headers: { 'x-api-key': key } })
@@ -234,14 +234,15 @@ describe('API key on /data', () => {
     expect((await t.get('/data', { headers: { 'x-api-key': key }, json: undefined })).status).toBe(
       200,
     )
-    const row = t.deps.db.$client
-      .query<{ last_used_at: string | null }, []>('SELECT last_used_at FROM api_keys')
-      .get()
+    const [row] = await dbQuery<{ last_used_at: string | null }>(
+      t.deps,
+      'SELECT last_used_at FROM api_keys',
+    )
     expect(row?.last_used_at).toEqual(expect.any(String))
   })
 
   test('both ways at once: fine when equal, 400 when different', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = await apiKey(t)
     expect((await t.get(`/data?api_key=${key}`, { headers: { 'x-api-key': key } })).status).toBe(
       200,
@@ -260,13 +261,13 @@ describe('API key on /data', () => {
     ['wrong', { 'x-api-key': `rk_${'y'.repeat(43)}` }],
     ['a bearer token instead', { authorization: 'Bearer rt_x' }],
   ])('%s: 401 with WWW-Authenticate: ApiKey', async (_label, headers) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await apiKey(t)
     await expect401(t, '/data', headers as Record<string, string>, 'ApiKey')
   })
 
   test('a revoked key is refused at once', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
     const doomed = await t.deps.apiKeys.create('doomed')
     expect((await t.get('/data', { headers: { 'x-api-key': doomed.key } })).status).toBe(200)
@@ -283,15 +284,17 @@ describe('API key on /data', () => {
 describe('housekeeping', () => {
   test('purgeExpired deletes expired sessions and tokens, and keeps live ones', async () => {
     const { purgeExpired } = await import('../../src/deps')
-    using t = clockedApp()
+    await using t = await clockedApp()
     await signedIn(t)
-    const count = (table: string) =>
-      t.deps.db.$client.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()?.n
+    const count = async (table: string) =>
+      (
+        await dbQuery<{ n: number }>(t.deps, `SELECT CAST(count(*) AS INTEGER) AS n FROM ${table}`)
+      )[0]?.n
     t.clock.now += 2 * HOUR
-    purgeExpired(t.deps)
-    expect([count('sessions'), count('access_tokens')]).toEqual([1, 0])
+    await purgeExpired(t.deps)
+    expect([await count('sessions'), await count('access_tokens')]).toEqual([1, 0])
     t.clock.now += 8 * 24 * HOUR
-    purgeExpired(t.deps)
-    expect([count('sessions'), count('access_tokens')]).toEqual([0, 0])
+    await purgeExpired(t.deps)
+    expect([await count('sessions'), await count('access_tokens')]).toEqual([0, 0])
   })
 })

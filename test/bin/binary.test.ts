@@ -152,7 +152,7 @@ describe('roster (the compiled binary)', () => {
     expect(await second.stop('SIGINT')).toBe(0)
   })
 
-  test('the startup line names the version, address, data dir and access mode', async () => {
+  test('the startup line names the version, address, database, uploads and access mode', async () => {
     using dir = tempDir()
     const server = await startBinary(['--data-dir', dir.path, '--rate-limit', '20/s'])
     const line = JSON.parse(server.stderr[0] as string)
@@ -161,12 +161,14 @@ describe('roster (the compiled binary)', () => {
       version: expect.any(String),
       address: server.url,
       data_dir: dir.path,
+      database: `SQLite ${dir.path}/roster.db`,
+      uploads: `disk ${dir.path}/uploads`,
       users_access: 'open',
       sync: 'full',
       rate_limit: '20/s',
     })
     expect(line.message).toBe(
-      `roster ${JSON.parse(server.stderr[0] as string).version} listening on ${server.url}; data in ${dir.path}; /users open; sync full; rate limit 20/s`,
+      `roster ${JSON.parse(server.stderr[0] as string).version} listening on ${server.url}; database SQLite ${dir.path}/roster.db; uploads disk ${dir.path}/uploads; /users open; sync full; rate limit 20/s`,
     )
     await server.stop()
   })

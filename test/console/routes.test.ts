@@ -13,7 +13,7 @@ function expectSecurityHeaders(headers: Headers) {
 
 describe('GET /console', () => {
   test('the page: strict CSP, no inline script or style, the hashed assets, never cached', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/console')
     expect(reply.status).toBe(200)
     expect(reply.headers.get('content-type')).toBe('text/html; charset=utf-8')
@@ -41,7 +41,7 @@ describe('GET /console', () => {
   })
 
   test('assets: exact bytes, the right types, cached for good; an unknown name is a 404 envelope', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const asset of [CONSOLE_SCRIPT, CONSOLE_STYLE]) {
       const reply = await t.get(`/console/assets/${asset.name}`)
       expect(reply.status).toBe(200)
@@ -60,7 +60,7 @@ describe('GET /console', () => {
   })
 
   test('not in the OpenAPI document (it is a page, not API)', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const document = (await t.get('/swagger/json')).body as { paths: Record<string, unknown> }
     expect(Object.keys(document.paths).filter((path) => path.includes('console'))).toEqual([])
   })

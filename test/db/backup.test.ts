@@ -3,15 +3,15 @@ import { describe, expect, test } from 'bun:test'
 import { readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BackupError, backupDatabase } from '../../src/db/backup'
-import { makeTestApp } from '../helpers/app'
+import { makeTestApp, sqliteOf } from '../helpers/app'
 
 describe('backupDatabase', () => {
   test('writes a checked copy holding every committed row, readable by the owner only', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (let i = 0; i < 50; i++)
       await t.post('/users', { name: `U${i}`, email: `u${i}@example.com` })
     const target = join(t.dataDir, 'copy.db')
-    const { bytes, ms } = backupDatabase(t.deps.dbPath, target)
+    const { bytes, ms } = backupDatabase(sqliteOf(t.deps).dbPath, target)
     expect(bytes).toBe(statSync(target).size)
     expect(ms).toBeGreaterThan(0)
     expect(statSync(target).mode & 0o777).toBe(0o600)
@@ -22,23 +22,23 @@ describe('backupDatabase', () => {
     expect(readdirSync(t.dataDir).filter((name) => name.includes('partial'))).toEqual([])
   })
 
-  test('refuses to overwrite a file, and leaves it as it was', () => {
-    using t = makeTestApp()
+  test('refuses to overwrite a file, and leaves it as it was', async () => {
+    await using t = await makeTestApp()
     const target = join(t.dataDir, 'precious.db')
     writeFileSync(target, 'keep me')
-    expect(() => backupDatabase(t.deps.dbPath, target)).toThrow(
+    expect(() => backupDatabase(sqliteOf(t.deps).dbPath, target)).toThrow(
       new BackupError(`${target} already exists; not overwriting it`),
     )
     expect(Bun.file(target).size).toBe(7)
     expect(readdirSync(t.dataDir).filter((name) => name.includes('partial'))).toEqual([])
   })
 
-  test('refuses a missing database and an unwritable destination, with one line each', () => {
-    using t = makeTestApp()
+  test('refuses a missing database and an unwritable destination, with one line each', async () => {
+    await using t = await makeTestApp()
     expect(() => backupDatabase(join(t.dataDir, 'none.db'), join(t.dataDir, 'x.db'))).toThrow(
       'there is no database at',
     )
-    expect(() => backupDatabase(t.deps.dbPath, '/nonexistent-dir/x.db')).toThrow(
+    expect(() => backupDatabase(sqliteOf(t.deps).dbPath, '/nonexistent-dir/x.db')).toThrow(
       'cannot write in /nonexistent-dir (ENOENT)',
     )
   })

@@ -51,7 +51,7 @@ describe('runMigrations', () => {
     const { testConfig } = await import('../../src/config')
     const { memoryLogger } = await import('../../src/log')
     const dataDir = join(dir.path, 'fresh')
-    const deps = makeDeps(testConfig({ dataDir }), memoryLogger())
+    const deps = await makeDeps(testConfig({ dataDir }), memoryLogger())
     await deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null })
     const mode = (path: string) => statSync(path).mode & 0o777
     expect(mode(dataDir)).toBe(0o700)

@@ -12,7 +12,7 @@ interface OpenApiDoc {
 
 describe('/swagger', () => {
   test('the UI page loads its script and style from the binary, not a CDN', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const page = await t.get('/swagger')
     expect(page.status).toBe(200)
     expect(page.text).not.toMatch(/https?:\/\//)
@@ -32,7 +32,7 @@ describe('/swagger', () => {
   })
 
   test('/swagger/json is an OpenAPI 3 document with the v1 and v2 routes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body
     expect(doc.openapi).toStartWith('3.')
     const unversioned = [
@@ -102,7 +102,7 @@ async function conforms(t: TestApp, doc: OpenApiDoc, path: string, method: strin
 
 describe('the OpenAPI document matches the real answers', () => {
   test('for every users route, success and error answers', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const user = { name: 'Ada', email: 'ada@example.com' }
     for (const prefix of ['', '/v2']) {
@@ -152,7 +152,7 @@ describe('the OpenAPI document matches the real answers', () => {
   })
 
   test('for the credential routes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { apiKey, basic, form, PASSWORD } = await import('../helpers/auth')
     await t.post('/users', { name: 'Ada', email: 'ada@example.com', password: PASSWORD })
@@ -190,7 +190,7 @@ describe('the OpenAPI document matches the real answers', () => {
   })
 
   test('for the upload routes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { multipartBody, multipartType } = await import('../helpers/multipart')
     const send = (parts: { name: string; filename?: string; data: string }[]) =>
@@ -217,7 +217,7 @@ describe('the OpenAPI document matches the real answers', () => {
   test('for the webhook routes', async () => {
     const { event, STRIPE_SECRET, stripeHeaders } = await import('../helpers/webhooks')
     const { apiKey } = await import('../helpers/auth')
-    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const deliver = async (body: string, signed = true) =>
       t.call('POST', '/webhooks', {
@@ -244,7 +244,7 @@ describe('the OpenAPI document matches the real answers', () => {
   })
 
   test('for /health when it fails (503)', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { rmSync } = await import('node:fs')
     rmSync(t.deps.uploadDir, { recursive: true })

@@ -2,11 +2,11 @@ import { describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
 import { receivedText } from '../../src/errors/details'
 import { ERROR_CODES } from '../../src/errors/errors'
-import { expectEnvelope, makeTestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
 
 describe('the error envelope', () => {
   test('an unknown route is 404 NOT_FOUND, also under /v1 and /v2, and /v3 does not exist', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const path of [
       '/nope',
       '/v1/nope',
@@ -21,7 +21,7 @@ describe('the error envelope', () => {
   })
 
   test('a known route with the wrong method is 405 with Allow', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const cases: [string, string, string][] = [
       ['DELETE', '/users', 'GET, HEAD, POST, OPTIONS'],
       ['POST', '/users/1', 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'],
@@ -38,22 +38,25 @@ describe('the error envelope', () => {
 
   test('documentation_url is absolute, from the request host or --public-url', async () => {
     {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const reply = await t.app.handle(new Request('http://api.internal:9000/nope'))
       const body = (await reply.json()) as { error: { documentation_url: string } }
       expect(body.error.documentation_url).toBe('http://api.internal:9000/docs/errors#NOT_FOUND')
     }
     {
-      using t = makeTestApp({ publicUrl: 'https://roster.example.com' })
+      await using t = await makeTestApp({ publicUrl: 'https://roster.example.com' })
       const error = expectEnvelope(await t.get('/nope'), 404, 'NOT_FOUND')
       expect(error.documentation_url).toBe('https://roster.example.com/docs/errors#NOT_FOUND')
     }
   })
 
   test('an unexpected exception is 500 INTERNAL_ERROR with no stack and no SQL, and is logged', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
-    t.deps.db.$client.run('DROP TABLE users')
+    await dbQuery(
+      t.deps,
+      t.deps.postgres === null ? 'DROP TABLE users' : 'DROP TABLE users CASCADE',
+    )
     const reply = await t.get('/users/1', { headers: { 'x-request-id': 'trace-500' } })
     const error = expectEnvelope(reply, 500, 'INTERNAL_ERROR')
     expect(error.message).toBe('Something went wrong inside roster')
@@ -68,7 +71,7 @@ describe('the error envelope', () => {
   })
 
   test('/docs/errors lists every code with an anchor', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/docs/errors')
     expect(reply.status).toBe(200)
     expect(reply.headers.get('content-type')).toStartWith('text/html')
@@ -81,7 +84,7 @@ describe('the error envelope', () => {
 
 describe('request ids', () => {
   test('every answer carries X-Request-Id, and errors repeat it as request_id', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const path of ['/health', '/users', '/nope', '/users/abc']) {
       const reply = await t.get(path)
       expect(reply.headers.get('x-request-id')).toMatch(/^req_[a-z0-9]+$/)
@@ -92,7 +95,7 @@ describe('request ids', () => {
   })
 
   test("the caller's id is kept when it is 1-128 of [A-Za-z0-9._-]", async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/nope', { headers: { 'x-request-id': 'Abc.1_2-3' } })
     expect(reply.headers.get('x-request-id')).toBe('Abc.1_2-3')
     expect(reply.body.request_id).toBe('Abc.1_2-3')
@@ -106,7 +109,7 @@ describe('request ids', () => {
   test.each(['x'.repeat(129), 'has space', 'semi;colon', '<script>', 'ünï'])(
     'an unsafe id %p is replaced by a generated one',
     async (id) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const reply = await t.get('/nope', { headers: { 'x-request-id': id } })
       expect(reply.headers.get('x-request-id')).toMatch(/^req_/)
       expect(reply.text).not.toContain(id)
@@ -116,7 +119,7 @@ describe('request ids', () => {
 
 describe('API-Version', () => {
   test('unversioned and /v1 answer API-Version 1, /v2 answers 2, errors included', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expect((await t.get('/users')).headers.get('api-version')).toBe('1')
     expect((await t.get('/v1/users')).headers.get('api-version')).toBe('1')
     expect((await t.get('/v2/users')).headers.get('api-version')).toBe('2')
@@ -127,7 +130,7 @@ describe('API-Version', () => {
   })
 
   test('/health exists unversioned, under /v1 and under /v2', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const path of ['/health', '/v1/health', '/v2/health']) {
       expect((await t.get(path)).status).toBe(200)
     }
@@ -178,7 +181,7 @@ describe('every detail has field, message and received, as strings', () => {
     const { PASSWORD, form } = await import('../helpers/auth')
     const { multipartBody, multipartType } = await import('../helpers/multipart')
     const { STRIPE_SECRET, stripeHeaders } = await import('../helpers/webhooks')
-    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
     await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
     await t.post('/users', { name: 'Bob', email: 'bob@example.com' })
     const json = (body: string) => ({ body, headers: { 'content-type': 'application/json' } })

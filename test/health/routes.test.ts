@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { expectEnvelope, makeTestApp } from '../helpers/app'
+import { expectEnvelope, makeTestApp, sqliteOf } from '../helpers/app'
 
 describe('GET /health', () => {
   test('200 with version, uptime and checks', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/health')
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({
@@ -18,14 +18,14 @@ describe('GET /health', () => {
   })
 
   test('HEAD answers the same status with no body', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('HEAD', '/health')
     expect(reply.status).toBe(200)
     expect(reply.text).toBe('')
   })
 
   test('503 unavailable when the upload directory is gone', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     rmSync(t.deps.uploadDir, { recursive: true })
     const reply = await t.get('/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
@@ -36,8 +36,8 @@ describe('GET /health', () => {
   })
 
   test('503 unavailable when the database file is deleted under it', async () => {
-    using t = makeTestApp()
-    rmSync(t.deps.dbPath)
+    await using t = await makeTestApp()
+    rmSync(sqliteOf(t.deps).dbPath)
     const reply = await t.get('/v2/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
     expect(reply.body).toMatchObject({
@@ -50,7 +50,7 @@ describe('GET /health', () => {
 describe('health check caching', () => {
   test('checks run at most once a second; a failure shows on the next run', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z')
-    using t = makeTestApp({}, () => new Date(clock))
+    await using t = await makeTestApp({}, () => new Date(clock))
     expect((await t.get('/health')).status).toBe(200)
     rmSync(t.deps.uploadDir, { recursive: true })
     clock += 500

@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/app'
+import type { SqliteParts } from '../../src/backends/backend'
 import { type Config, testConfig } from '../../src/config'
 import { type Deps, makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { ManualClock } from '../../src/timers'
+import { freshDatabase } from './postgres'
 
-export type TestApp = ReturnType<typeof makeTestApp>
+export type TestApp = Awaited<ReturnType<typeof makeTestApp>>
 
 /** A temp directory removed on dispose. */
 export function tempDir(prefix = 'roster-test-') {
@@ -17,18 +19,55 @@ export function tempDir(prefix = 'roster-test-') {
 }
 
 /**
- * A fresh app over a real SQLite file in its own temp data dir. Use with `using`, so the
- * database is closed and the directory removed when the test ends.
+ * The database tests run on: SQLite (the default, `npm test`) or PostgreSQL when
+ * ROSTER_TEST_BACKEND=postgres (`npm run test:postgres`), each test on a fresh database.
  */
-export function makeTestApp(overrides: Partial<Config> = {}, now?: (() => Date) | ManualClock) {
+export const TEST_BACKEND = process.env.ROSTER_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite'
+
+/**
+ * Where a test's data lives: a temp data dir, and on PostgreSQL a fresh database too. Both are
+ * removed on dispose.
+ */
+export async function testData(overrides: Partial<Config> = {}) {
   const dir = tempDir()
+  const database = TEST_BACKEND === 'postgres' ? await freshDatabase() : null
+  const config = testConfig({
+    dataDir: dir.path,
+    databaseUrl: database?.url ?? null,
+    ...overrides,
+  })
+  return {
+    config,
+    dataDir: dir.path,
+    async [Symbol.asyncDispose]() {
+      dir[Symbol.dispose]()
+      await database?.[Symbol.asyncDispose]()
+    },
+  }
+}
+
+/**
+ * A fresh app over a real database (a SQLite file in its own temp data dir, or a fresh
+ * PostgreSQL database; see TEST_BACKEND). Use with `await using`, so the database is closed
+ * and removed when the test ends.
+ */
+export async function makeTestApp(
+  overrides: Partial<Config> = {},
+  now?: (() => Date) | ManualClock,
+) {
+  const data = await testData(overrides)
   const log = memoryLogger()
-  const config = testConfig({ dataDir: dir.path, ...overrides })
   // A ManualClock drives the webhook worker's retries too: tests move it instead of sleeping.
-  const deps: Deps =
-    now instanceof ManualClock
-      ? makeDeps(config, log, now.date, { timers: now })
-      : makeDeps(config, log, now)
+  let deps: Deps
+  try {
+    deps =
+      now instanceof ManualClock
+        ? await makeDeps(data.config, log, now.date, { timers: now })
+        : await makeDeps(data.config, log, now)
+  } catch (error) {
+    await data[Symbol.asyncDispose]()
+    throw error
+  }
   const app = createApp(deps)
   deps.webhooks.worker.start()
   const call = (method: string, path: string, init: CallInit = {}) => send(app, method, path, init)
@@ -36,18 +75,48 @@ export function makeTestApp(overrides: Partial<Config> = {}, now?: (() => Date) 
     app,
     deps,
     log,
-    dataDir: dir.path,
+    config: data.config,
+    dataDir: data.dataDir,
     call,
     get: (path: string, init?: CallInit) => call('GET', path, init),
     post: (path: string, json: unknown, init?: CallInit) => call('POST', path, { json, ...init }),
-    [Symbol.dispose]() {
-      void deps.webhooks.worker.stop()
-      try {
-        deps.close()
-      } catch {}
-      dir[Symbol.dispose]()
+    async [Symbol.asyncDispose]() {
+      await deps.webhooks.worker.stop()
+      await deps.close().catch(() => {})
+      await data[Symbol.asyncDispose]()
     },
   }
+}
+
+/**
+ * Runs SQL on a test's database directly, on either backend (fixtures, and checks of what is
+ * stored). `?` placeholders; write counts as `CAST(count(*) AS INTEGER)` so both return numbers.
+ */
+export async function dbQuery<T = Record<string, unknown>>(
+  deps: Deps,
+  text: string,
+  ...params: unknown[]
+): Promise<T[]> {
+  if (deps.postgres !== null) {
+    let n = 0
+    return (await deps.postgres.unsafe(
+      text.replace(/\?/g, () => `$${++n}`),
+      params,
+    )) as T[]
+  }
+  return sqliteOf(deps)
+    .db.$client.query(text)
+    .all(...(params as never[])) as T[]
+}
+
+/**
+ * The SQLite parts of a test's deps, for tests about the embedded database itself (its file,
+ * its connections, the group commit). Fails on PostgreSQL: such a test is listed as
+ * SQLite-only in scripts/test-postgres.ts.
+ */
+export function sqliteOf(deps: Deps): SqliteParts {
+  if (deps.sqlite === null) throw new Error('this test is about the embedded SQLite database')
+  return deps.sqlite
 }
 
 export interface CallInit {

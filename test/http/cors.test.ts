@@ -9,7 +9,7 @@ const preflight = (origin: string, method = 'POST') => ({
 
 describe('CORS, default (*)', () => {
   test('a preflight gets 204, any origin, the route methods, never credentials', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('OPTIONS', '/users', { headers: preflight('https://evil.test') })
     expect(reply.status).toBe(204)
     expect(reply.headers.get('access-control-allow-origin')).toBe('*')
@@ -21,7 +21,7 @@ describe('CORS, default (*)', () => {
   })
 
   test('OPTIONS without preflight headers is 204 with Allow', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('OPTIONS', '/users/1')
     expect(reply.status).toBe(204)
     expect(reply.headers.get('allow')).toBe('GET, HEAD, PUT, PATCH, DELETE, OPTIONS')
@@ -30,12 +30,12 @@ describe('CORS, default (*)', () => {
   })
 
   test('OPTIONS on an unknown path is 404', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expectEnvelope(await t.call('OPTIONS', '/nowhere'), 404, 'NOT_FOUND')
   })
 
   test('simple answers allow any origin and expose the useful headers', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/users', { headers: { origin: 'https://site.test' } })
     expect(reply.headers.get('access-control-allow-origin')).toBe('*')
     expect(reply.headers.get('access-control-expose-headers')).toContain('x-total-count')
@@ -48,7 +48,7 @@ describe('CORS with --cors-origins', () => {
   const origins = ['https://app.example.com', 'http://localhost:5173']
 
   test('a listed origin is reflected with credentials and Vary: Origin', async () => {
-    using t = makeTestApp({ corsOrigins: origins })
+    await using t = await makeTestApp({ corsOrigins: origins })
     for (const origin of origins) {
       const reply = await t.call('OPTIONS', '/users', { headers: preflight(origin) })
       expect(reply.status).toBe(204)
@@ -62,7 +62,7 @@ describe('CORS with --cors-origins', () => {
   })
 
   test('an unlisted origin gets no Access-Control-Allow-Origin at all', async () => {
-    using t = makeTestApp({ corsOrigins: origins })
+    await using t = await makeTestApp({ corsOrigins: origins })
     for (const origin of [
       'https://evil.test',
       'https://app.example.com.evil.test',

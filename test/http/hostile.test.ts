@@ -3,11 +3,11 @@
 // never a 5xx, always the error envelope with the request id, no stack trace or SQL, nothing
 // in the database or the upload directory changed by a refused write, no polluted prototype.
 
-import type { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeTestApp, type TestApp } from '../helpers/app'
+import type { Deps } from '../../src/deps'
+import { dbQuery, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD } from '../helpers/auth'
 import { multipartBody, multipartType } from '../helpers/multipart'
 import { DocumentChecker, type OpenApiDoc } from '../helpers/openapi'
@@ -312,16 +312,22 @@ function buildRequest(r: Random, fx: Fixture, routes: { method: string; path: st
   return { method, path: `${path}${query.length > 0 ? `?${query.join('&')}` : ''}`, headers, body }
 }
 
-/** Every table's rows (api_keys.last_used_at aside: using a key is not a write). */
-function fingerprint(db: Database): string {
-  const tables = db
-    .query<{ name: string }, []>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('sqlite_sequence') ORDER BY name",
-    )
-    .all()
+/**
+ * Every table's rows (api_keys.last_used_at aside: using a key is not a write; and the
+ * shared database's log of failed sign-ins, which a refused sign-in is meant to add to).
+ */
+async function fingerprint(deps: Deps): Promise<string> {
+  const onPostgres = deps.postgres !== null
+  const tables = await dbQuery<{ name: string }>(
+    deps,
+    onPostgres
+      ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'login_failures' ORDER BY 1"
+      : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('sqlite_sequence') ORDER BY name",
+  )
   const hasher = new Bun.CryptoHasher('sha256')
   for (const { name } of tables) {
-    for (const row of db.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()) {
+    const order = onPostgres ? 'ORDER BY t::text' : 'ORDER BY rowid'
+    for (const row of await dbQuery(deps, `SELECT * FROM "${name}" t ${order}`)) {
       const copy = { ...(row as Record<string, unknown>) }
       if (name === 'api_keys') delete copy.last_used_at
       hasher.update(`${name}:${JSON.stringify(copy)}\n`)
@@ -339,7 +345,7 @@ const LEAKS =
 
 describe('hostile input, generated', () => {
   test(`${RUNS} generated requests at every route and method (seed ${SEED})`, async () => {
-    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
     const created = await t.post('/users', {
       name: 'Ada',
       email: 'ada@example.com',
@@ -360,7 +366,6 @@ describe('hostile input, generated', () => {
     const routes = t.app.routes
       .filter((route) => route.path !== '/*' && route.method !== 'ALL')
       .map((route) => ({ method: route.method, path: route.path }))
-    const db = t.deps.db.$client
     const documented = new DocumentChecker((await t.get('/swagger/json')).body as OpenApiDoc)
     const r = prng(SEED)
     const failures: unknown[] = []
@@ -368,7 +373,7 @@ describe('hostile input, generated', () => {
     for (let run = 0; run < RUNS && failures.length < 5; run++) {
       const request = buildRequest(r, fx, routes)
       const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method)
-      const before = isWrite ? fingerprint(db) : ''
+      const before = isWrite ? await fingerprint(t.deps) : ''
       const filesBefore = filesIn(t.deps.uploadDir)
       const reply = await t.call(request.method, request.path, {
         headers: request.headers,
@@ -405,7 +410,8 @@ describe('hostile input, generated', () => {
       })
       if (undocumented !== null) problems.push(`document: ${undocumented}`)
       if (isWrite && reply.status >= 400) {
-        if (fingerprint(db) !== before) problems.push('a refused write changed the database')
+        if ((await fingerprint(t.deps)) !== before)
+          problems.push('a refused write changed the database')
         if (filesIn(t.deps.uploadDir) !== filesBefore) problems.push('a refused write left files')
       }
       if (problems.length > 0) {
@@ -468,7 +474,7 @@ describe('hostile input on the wire', () => {
     const { memoryLogger } = await import('../../src/log')
     const { tempDir } = await import('../helpers/app')
     using dir = tempDir()
-    const server = startServer(testConfig({ dataDir: dir.path }), memoryLogger())
+    const server = await startServer(testConfig({ dataDir: dir.path }), memoryLogger())
     try {
       const cases = [
         'GET /users HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\r\n folded: continuation\r\nConnection: close\r\n\r\n',

@@ -25,7 +25,7 @@ describe('duplicateKey', () => {
 
 describe('JSON bodies are what they claim', () => {
   test('invalid UTF-8 is a 400 on every JSON route, and nothing is stored', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = await apiKey(t)
     const invalid = bytes('{"name":"A', [0xff, 0xfe], 'B","email":"bad@example.com"}')
     const created = await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
@@ -49,7 +49,7 @@ describe('JSON bodies are what they claim', () => {
   })
 
   test('a charset other than UTF-8 is a 415; utf-8 in any spelling is fine', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const body = JSON.stringify({ name: 'Zoë', email: 'zoe@example.com' })
     for (const type of [
       'application/json; charset=iso-8859-1',
@@ -81,7 +81,7 @@ describe('JSON bodies are what they claim', () => {
   })
 
   test('a key given twice is a 422 naming the field; /login does not pick one', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'Ada', email: 'a@example.com', password: PASSWORD })
     await t.post('/users', { name: 'Bob', email: 'b@example.com', password: PASSWORD })
     const twice = '{"name":"Eve","email":"e1@example.com","email":"e2@example.com"}'

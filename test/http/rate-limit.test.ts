@@ -41,14 +41,14 @@ describe('TokenBuckets', () => {
 
 describe('--rate-limit', () => {
   test('off by default: no RateLimit headers', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/users')
     expect(reply.headers.get('ratelimit-limit')).toBeNull()
   })
 
   test('N/s per client: headers on every answer, then 429 with Retry-After; a refused write changes nothing', async () => {
     const time = clock()
-    using t = makeTestApp({ rateLimit: 3 }, time.date)
+    await using t = await makeTestApp({ rateLimit: 3 }, time.date)
     const replies = [await t.get('/users'), await t.get('/users/1'), await t.get('/v2/users')]
     expect(replies.map((r) => r.headers.get('ratelimit-remaining'))).toEqual(['2', '1', '0'])
     for (const reply of replies) {
@@ -70,7 +70,7 @@ describe('--rate-limit', () => {
 
   test('/health and /metrics are exempt', async () => {
     const time = clock()
-    using t = makeTestApp({ rateLimit: 1 }, time.date)
+    await using t = await makeTestApp({ rateLimit: 1 }, time.date)
     await t.get('/users')
     expect((await t.get('/users')).status).toBe(429)
     for (const path of ['/health', '/v1/health', '/v2/health', '/metrics']) {
@@ -84,13 +84,13 @@ describe('--rate-limit', () => {
     const time = clock()
     const as = (ip: string) => ({ headers: { 'x-forwarded-for': `${ip}, 10.0.0.1` } })
     {
-      using t = makeTestApp({ rateLimit: 1, trustProxy: true }, time.date)
+      await using t = await makeTestApp({ rateLimit: 1, trustProxy: true }, time.date)
       expect((await t.get('/users', as('203.0.113.1'))).status).toBe(200)
       expect((await t.get('/users', as('203.0.113.1'))).status).toBe(429)
       expect((await t.get('/users', as('203.0.113.2'))).status).toBe(200)
     }
     {
-      using t = makeTestApp({ rateLimit: 1 }, time.date)
+      await using t = await makeTestApp({ rateLimit: 1 }, time.date)
       expect((await t.get('/users', as('203.0.113.1'))).status).toBe(200)
       // A forged header does not buy a fresh bucket.
       expect((await t.get('/users', as('203.0.113.2'))).status).toBe(429)
@@ -99,7 +99,10 @@ describe('--rate-limit', () => {
 
   test('a refused request from a listed origin still carries the CORS headers', async () => {
     const time = clock()
-    using t = makeTestApp({ rateLimit: 1, corsOrigins: ['https://app.example.com'] }, time.date)
+    await using t = await makeTestApp(
+      { rateLimit: 1, corsOrigins: ['https://app.example.com'] },
+      time.date,
+    )
     await t.get('/users')
     const reply = await t.get('/users', { headers: { origin: 'https://app.example.com' } })
     expect(reply.status).toBe(429)
@@ -110,7 +113,10 @@ describe('--rate-limit', () => {
 
   test('over real sockets the peer address is the key', async () => {
     using dir = tempDir()
-    const server = startServer(testConfig({ dataDir: dir.path, rateLimit: 2 }), memoryLogger())
+    const server = await startServer(
+      testConfig({ dataDir: dir.path, rateLimit: 2 }),
+      memoryLogger(),
+    )
     try {
       const statuses = []
       for (let i = 0; i < 3; i++) {

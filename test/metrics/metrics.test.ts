@@ -71,7 +71,7 @@ async function scrape(t: TestApp) {
 
 describe('GET /metrics', () => {
   test('is Prometheus text that parses, with the contract’s names and labels', async () => {
-    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
     const created = await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
     for (const id of [created.body.id, 999, 12345]) await t.get(`/users/${id}`)
     await t.get('/v2/users?limit=5')
@@ -127,7 +127,7 @@ describe('GET /metrics', () => {
   })
 
   test('counts uploads with their files and bytes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.call('POST', '/upload', {
       body: multipartBody([
         { name: 'a', filename: 'a.txt', data: 'hello' },
@@ -143,7 +143,7 @@ describe('GET /metrics', () => {
   })
 
   test('counts webhook events by scheme and what became of them', async () => {
-    using t = makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
     const body = event('customer.created', { email: 'hook@example.com' })
     const deliver = async (headers: Record<string, string>) =>
       t.call('POST', '/webhooks', {
@@ -167,7 +167,7 @@ describe('GET /metrics', () => {
   })
 
   test('is unversioned only, and HEAD answers without a body', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expect((await t.get('/v1/metrics')).status).toBe(404)
     expect((await t.get('/v2/metrics')).status).toBe(404)
     const head = await t.call('HEAD', '/metrics')

@@ -52,7 +52,7 @@ function fileStoreContract(
       expect(second).rejects.toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE' })
       await second.catch(() => {})
       // Only the first is left (pending): the sweep finds exactly one file to remove.
-      expect(made.store.sweep(() => false)).toBe(1)
+      expect(await made.store.sweep(async () => new Set())).toBe(1)
       expect(await made.store.exists(first.fileId)).toBe(false)
     })
 
@@ -63,7 +63,7 @@ function fileStoreContract(
       made.store.place([placed.fileId])
       made.store.discard([pending.fileId, placed.fileId, 'fil_neverExistedAAAAAAAAA'])
       expect(await made.store.exists(placed.fileId)).toBe(false)
-      expect(made.store.sweep(() => false)).toBe(0)
+      expect(await made.store.sweep(async () => new Set())).toBe(0)
     })
 
     test('sweep keeps placed files the caller knows and removes the rest', async () => {
@@ -72,7 +72,7 @@ function fileStoreContract(
       const orphan = await made.store.receive(chunks(randomBytes(10)), roomy())
       await made.store.receive(chunks(randomBytes(10)), roomy())
       made.store.place([known.fileId, orphan.fileId])
-      expect(made.store.sweep((id) => id === known.fileId)).toBe(2)
+      expect(await made.store.sweep(async () => new Set([known.fileId]))).toBe(2)
       expect(await made.store.exists(known.fileId)).toBe(true)
     })
   })

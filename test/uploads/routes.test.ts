@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../helpers/auth'
 import { multipartBody, multipartType, type Part, randomBytes, sha256 } from '../helpers/multipart'
 
@@ -28,15 +28,16 @@ const raw = (
   })
 
 /** Files in the upload dir and rows in the tables: what must be empty after a refused upload. */
-function stored(t: TestApp) {
+async function stored(t: TestApp) {
   const dir = t.deps.uploadDir
-  const count = (table: string) =>
-    t.deps.db.$client.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()?.n
+  const count = async (table: string) =>
+    (await dbQuery<{ n: number }>(t.deps, `SELECT CAST(count(*) AS INTEGER) AS n FROM ${table}`))[0]
+      ?.n
   return {
     files: readdirSync(dir).filter((name) => name !== '.incoming').length,
     incoming: readdirSync(join(dir, '.incoming')).length,
-    uploadRows: count('uploads'),
-    fileRows: count('files'),
+    uploadRows: await count('uploads'),
+    fileRows: await count('files'),
   }
 }
 
@@ -44,7 +45,7 @@ const NOTHING = { files: 0, incoming: 0, uploadRows: 0, fileRows: 0 }
 
 describe('POST /upload (multipart)', () => {
   test('several files with binary content: 201 with sizes and SHA-256, byte-exact downloads', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const image = randomBytes(150_000)
     const reply = await upload(t, [
       { name: 'file', filename: 'photo.png', contentType: 'image/png', data: image },
@@ -82,11 +83,11 @@ describe('POST /upload (multipart)', () => {
     expect(sha256(new Uint8Array(await download.arrayBuffer()))).toBe(sha256(image))
     expect(download.headers.get('content-type')).toBe('image/png')
     expect(download.headers.get('content-length')).toBe('150000')
-    expect(stored(t)).toEqual({ files: 2, incoming: 0, uploadRows: 1, fileRows: 2 })
+    expect(await stored(t)).toEqual({ files: 2, incoming: 0, uploadRows: 1, fileRows: 2 })
   })
 
   test('public defaults to false; description is optional; versioned paths keep their prefix', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await upload(
       t,
       [{ name: 'file', filename: 'a.txt', data: 'a' }],
@@ -105,7 +106,7 @@ describe('POST /upload (multipart)', () => {
   ])(
     'the hostile filename %p is stored as metadata %p; the file lands under a generated name',
     async (name, cleaned) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const reply = await upload(t, [{ name: 'file', filename: name, data: 'x' }])
       expect(reply.status).toBe(201)
       expect(reply.body.files[0].filename).toBe(cleaned)
@@ -116,18 +117,18 @@ describe('POST /upload (multipart)', () => {
   )
 
   test('a NUL byte in the name (percent-encoded in filename*) is stripped; raw in the header it is a 400', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const encoded = `x"; filename*=UTF-8''nul%00byte%0A.txt; dummy="`
     const reply = await upload(t, [{ name: 'file', filename: encoded, data: 'x' }])
     expect(reply.status).toBe(201)
     expect(reply.body.files[0].filename).toBe('nulbyte.txt')
     const rawNul = await upload(t, [{ name: 'file', filename: 'nul\u0000byte.txt', data: 'x' }])
     expectEnvelope(rawNul, 400, 'BAD_REQUEST')
-    expect(stored(t)).toEqual({ files: 1, incoming: 0, uploadRows: 1, fileRows: 1 })
+    expect(await stored(t)).toEqual({ files: 1, incoming: 0, uploadRows: 1, fileRows: 1 })
   })
 
   test('a 1,000-character filename is cut to 255 characters', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await upload(t, [{ name: 'file', filename: `${'n'.repeat(996)}.txt`, data: 'x' }])
     expect([...reply.body.files[0].filename].length).toBe(255)
   })
@@ -173,19 +174,19 @@ describe('POST /upload (multipart)', () => {
   ] as [string, Part[], string, string | undefined][])(
     '%s: 422 naming it, nothing stored',
     async (_label, parts, field, received) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const error = expectEnvelope(await upload(t, parts), 422, 'VALIDATION_ERROR')
       expect(error.details).toContainEqual(
         received === undefined
           ? expect.objectContaining({ field })
           : expect.objectContaining({ field, received }),
       )
-      expect(stored(t)).toEqual(NOTHING)
+      expect(await stored(t)).toEqual(NOTHING)
     },
   )
 
   test('multipart without a boundary is 422; other types are 415', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const noBoundary = await t.call('POST', '/upload', {
       body: 'x',
       headers: { 'content-type': 'multipart/form-data' },
@@ -198,11 +199,11 @@ describe('POST /upload (multipart)', () => {
         'UNSUPPORTED_MEDIA_TYPE',
       )
     }
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 
   test('a truncated or malformed body is 400 and leaves nothing', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const full = multipartBody([{ name: 'file', filename: 'a.bin', data: randomBytes(50_000) }])
     const truncated = await t.call('POST', '/upload', {
       body: full.subarray(0, 30_000),
@@ -214,13 +215,13 @@ describe('POST /upload (multipart)', () => {
       headers: { 'content-type': multipartType() },
     })
     expect([400, 422]).toContain(garbage.status)
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 })
 
 describe('limits', () => {
   test('a file over --max-file-size is 413 and leaves nothing', async () => {
-    using t = makeTestApp({ maxFileSize: 10_000 })
+    await using t = await makeTestApp({ maxFileSize: 10_000 })
     const reply = await upload(t, [{ name: 'file', filename: 'big', data: randomBytes(10_001) }])
     expectEnvelope(reply, 413, 'PAYLOAD_TOO_LARGE')
     expect(
@@ -228,29 +229,29 @@ describe('limits', () => {
     ).toBe(201)
     const rawReply = await raw(t, randomBytes(10_001))
     expectEnvelope(rawReply, 413, 'PAYLOAD_TOO_LARGE')
-    expect(stored(t)).toEqual({ files: 1, incoming: 0, uploadRows: 1, fileRows: 1 })
+    expect(await stored(t)).toEqual({ files: 1, incoming: 0, uploadRows: 1, fileRows: 1 })
   })
 
   test('more files than --max-files is 413', async () => {
-    using t = makeTestApp({ maxFiles: 2 })
+    await using t = await makeTestApp({ maxFiles: 2 })
     const parts = [1, 2, 3].map((i) => ({ name: `f${i}`, filename: `${i}`, data: 'x' }))
     expectEnvelope(await upload(t, parts), 413, 'PAYLOAD_TOO_LARGE')
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 
   test('files over --max-upload-size together are 413, even when each is small enough', async () => {
-    using t = makeTestApp({ maxUploadSize: 25_000 })
+    await using t = await makeTestApp({ maxUploadSize: 25_000 })
     const parts = [1, 2, 3].map((i) => ({
       name: `f${i}`,
       filename: `${i}`,
       data: randomBytes(10_000),
     }))
     expectEnvelope(await upload(t, parts), 413, 'PAYLOAD_TOO_LARGE')
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 
   test('a declared Content-Length over the limit is refused before reading', async () => {
-    using t = makeTestApp({ maxUploadSize: 1000 })
+    await using t = await makeTestApp({ maxUploadSize: 1000 })
     const reply = await raw(t, 'x', '', { 'content-length': '999999999' })
     expectEnvelope(reply, 413, 'PAYLOAD_TOO_LARGE')
   })
@@ -258,7 +259,7 @@ describe('limits', () => {
 
 describe('POST /upload (raw)', () => {
   test('the body is one file named by Content-Disposition, typed by its name, described by the query', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const data = randomBytes(70_000)
     const reply = await raw(t, data, '?description=scan&public=false', {
       'content-disposition': "attachment; filename*=UTF-8''%E2%82%AC%20report.pdf",
@@ -280,7 +281,7 @@ describe('POST /upload (raw)', () => {
   })
 
   test('?filename= names it when there is no Content-Disposition; without a name it is octet-stream', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expect((await raw(t, 'x', '?filename=a.json')).body.files[0]).toMatchObject({
       filename: 'a.json',
       content_type: 'application/json',
@@ -292,12 +293,12 @@ describe('POST /upload (raw)', () => {
   })
 
   test('public=maybe in the query is 422 with the text received, and nothing is stored', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const error = expectEnvelope(await raw(t, 'x', '?public=maybe'), 422, 'VALIDATION_ERROR')
     expect(error.details).toEqual([
       { field: 'public', message: 'must be true or false', received: 'maybe' },
     ])
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 })
 
@@ -316,7 +317,7 @@ describe('downloads', () => {
   }
 
   test('ETag is the SHA-256; If-None-Match gives 304', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const file = await oneFile(t, 'abc')
     const first = await t.get(file.url)
     expect(first.headers.get('etag')).toBe(`"${file.sha256}"`)
@@ -328,7 +329,7 @@ describe('downloads', () => {
   })
 
   test('Range: 206 with Content-Range; 416 past the end; ignored when If-Range names another version', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const data = randomBytes(1000)
     const file = await oneFile(t, data)
     const part = await t.app.handle(
@@ -353,7 +354,7 @@ describe('downloads', () => {
   test.each(['text/html', 'image/svg+xml', 'application/xml', 'text/javascript'])(
     '%s is served as an attachment, sandboxed',
     async (type) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const file = await oneFile(t, '<script>alert(1)</script>', type)
       const reply = await t.get(file.url)
       expect(reply.headers.get('content-disposition')).toStartWith('attachment;')
@@ -362,13 +363,13 @@ describe('downloads', () => {
   )
 
   test('an image is inline', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const file = await oneFile(t, 'png', 'image/png')
     expect((await t.get(file.url)).headers.get('content-disposition')).toStartWith('inline;')
   })
 
   test('HEAD gives the headers without the body', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const file = await oneFile(t, 'hello')
     const head = await t.call('HEAD', file.url)
     expect(head.status).toBe(200)
@@ -377,7 +378,7 @@ describe('downloads', () => {
   })
 
   test('an unknown or malformed file id is 404', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const id of [
       'fil_nope',
       'fil_AAAAAAAAAAAAAAAAAAAAAA',
@@ -391,7 +392,7 @@ describe('downloads', () => {
 
 describe('ownership and private uploads', () => {
   async function setup(isPublic: boolean) {
-    const t = makeTestApp()
+    const t = await makeTestApp()
     const owner = await signedIn(t, 'owner@example.com')
     const other = await signedIn(t, 'other@example.com')
     const key = await apiKey(t)
@@ -418,7 +419,7 @@ describe('ownership and private uploads', () => {
 
   test('private: the owner and API keys see it; nobody else learns it exists', async () => {
     const { t, id, fileUrl, asOwner, asOther, asKey } = await setup(false)
-    using _ = t
+    await using _ = t
     for (const path of [`/uploads/${id}`, fileUrl]) {
       expect((await t.get(path, { headers: asOwner })).status).toBe(200)
       expect((await t.get(path, { headers: asKey })).status).toBe(200)
@@ -433,12 +434,12 @@ describe('ownership and private uploads', () => {
       id,
       deleted: true,
     })
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 
   test('public: anyone reads it; another user may not delete it (403); an API key may', async () => {
     const { t, id, fileUrl, asOther, asKey } = await setup(true)
-    using _ = t
+    await using _ = t
     expect((await t.get(fileUrl)).text).toBe('secret')
     expect((await t.get(`/uploads/${id}`)).status).toBe(200)
     expectEnvelope(await t.call('DELETE', `/uploads/${id}`, { headers: asOther }), 403, 'FORBIDDEN')
@@ -447,7 +448,7 @@ describe('ownership and private uploads', () => {
   })
 
   test('an anonymous upload in open mode is owned by nobody: only API keys may delete it', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await upload(t, [
       { name: 'file', filename: 'a', data: 'x' },
       { name: 'public', data: 'true' },
@@ -463,7 +464,7 @@ describe('ownership and private uploads', () => {
   })
 
   test('a bad credential sent with an upload is 401, not an anonymous upload', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expectEnvelope(
       await upload(t, [{ name: 'file', filename: 'a', data: 'x' }], {
         authorization: 'Bearer rt_nope',
@@ -471,11 +472,11 @@ describe('ownership and private uploads', () => {
       401,
       'UNAUTHORIZED',
     )
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 
   test('in protected mode an upload needs a credential', async () => {
-    using t = makeTestApp({ usersAccess: 'protected' })
+    await using t = await makeTestApp({ usersAccess: 'protected' })
     expectEnvelope(
       await upload(t, [{ name: 'file', filename: 'a', data: 'x' }]),
       401,
@@ -489,7 +490,7 @@ describe('ownership and private uploads', () => {
   })
 
   test('GET /data counts uploads', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await upload(t, [{ name: 'file', filename: 'a', data: 'x' }])
     expect(
       (await t.get('/data', { headers: { 'x-api-key': await apiKey(t) } })).body.data.uploads,
@@ -497,13 +498,13 @@ describe('ownership and private uploads', () => {
   })
 
   test('CSRF: a cross-site form upload is refused', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await upload(t, [{ name: 'file', filename: 'a', data: 'x' }], {
       origin: 'https://evil.test',
     })
     expectEnvelope(reply, 403, 'FORBIDDEN')
     expect(existsSync(join(t.deps.uploadDir, '.incoming'))).toBe(true)
-    expect(stored(t)).toEqual(NOTHING)
+    expect(await stored(t)).toEqual(NOTHING)
   })
 })
 
@@ -515,7 +516,7 @@ describe('GET /uploads (API key)', () => {
     })
 
   test('every upload with its files, newest first, in the list envelope with X-Total-Count and Link', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = await apiKey(t)
     const ids: string[] = []
     for (const name of ['a.txt', 'b.txt', 'c.txt']) ids.push((await raw(t, name)).body.id)
@@ -538,7 +539,7 @@ describe('GET /uploads (API key)', () => {
   })
 
   test('needs an API key: 401 with ApiKey, a user’s credential is not enough; bad pages are 422', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const none = await t.get('/uploads')
     expectEnvelope(none, 401, 'UNAUTHORIZED')
     expect(none.headers.get('www-authenticate')).toBe('ApiKey')
@@ -561,7 +562,7 @@ describe('GET /uploads (API key)', () => {
 
 describe('file parts without a name', () => {
   test('a file part with no name, or an empty one, is a 422 naming file; nothing is kept', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const boundary = 'NoNameBoundary'
     for (const disposition of [
       'form-data; filename="a.txt"',

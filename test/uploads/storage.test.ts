@@ -50,7 +50,7 @@ describe('a full disk', () => {
     async () => {
       using fs = tinyFilesystem('4m') as NonNullable<ReturnType<typeof tinyFilesystem>>
       const dataDir = join(fs.path, 'data')
-      const deps = makeDeps(testConfig({ dataDir }), memoryLogger())
+      const deps = await makeDeps(testConfig({ dataDir }), memoryLogger())
       const { createApp } = await import('../../src/app')
       const app = createApp(deps)
       const send = (data: Uint8Array<ArrayBuffer>) =>
@@ -69,7 +69,7 @@ describe('a full disk', () => {
       expect(leftovers(deps.uploadDir)).toEqual({ placed: [], incoming: [] })
       expect(await deps.uploads.count()).toBe(0)
       expect((await send(randomBytes(10_000))).status).toBe(201)
-      deps.close()
+      await deps.close()
     },
   )
 
@@ -91,7 +91,7 @@ describe('after a crash', () => {
   test('the start-up sweep deletes unfinished and unregistered files, and keeps registered ones', async () => {
     using dir = tempDir()
     const config = testConfig({ dataDir: dir.path })
-    const first = makeDeps(config, memoryLogger())
+    const first = await makeDeps(config, memoryLogger())
     const { createApp } = await import('../../src/app')
     const reply = await createApp(first).handle(
       new Request('http://localhost/upload?filename=keep.txt', {
@@ -101,23 +101,23 @@ describe('after a crash', () => {
       }),
     )
     const kept = ((await reply.json()) as { files: { id: string }[] }).files[0]?.id as string
-    first.close()
+    await first.close()
     // What a crash can leave: a half-written temp file, and a file renamed into place whose row never committed.
     writeFileSync(join(first.uploadDir, '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
     writeFileSync(join(first.uploadDir, 'fil_orphanedAAAAAAAAAAAAA'), 'no row')
     mkdirSync(join(first.uploadDir, '.incoming', 'stray-dir'))
     // A CLI command opening the same data dir (a server may be running) leaves them alone.
-    const cli = makeDeps(config, memoryLogger())
+    const cli = await makeDeps(config, memoryLogger())
     expect(leftovers(cli.uploadDir).incoming.sort()).toEqual([
       'fil_halfwrittenAAAAAAAAA',
       'stray-dir',
     ])
-    cli.close()
+    await cli.close()
     const log = memoryLogger()
-    const second = makeDeps(config, log, undefined, { sweepUploads: true })
+    const second = await makeDeps(config, log, undefined, { sweepUploads: true })
     expect(leftovers(second.uploadDir)).toEqual({ placed: [kept], incoming: [] })
     expect(log.lines.join('')).toContain('removed 3 unfinished upload file(s)')
-    second.close()
+    await second.close()
   })
 })
 
@@ -127,7 +127,7 @@ describe('a client that disconnects mid-upload', () => {
    * whose client went away as 499, after the upload's files were discarded.
    */
   async function cutShortAndWait(
-    server: ReturnType<typeof startServer>,
+    server: Awaited<ReturnType<typeof startServer>>,
     head: string,
     bodyStart: Uint8Array,
   ) {
@@ -142,7 +142,7 @@ describe('a client that disconnects mid-upload', () => {
 
   test('leaves no file and no row (multipart and raw, with and without Content-Length)', async () => {
     using dir = tempDir()
-    const server = startServer(testConfig({ dataDir: dir.path }), memoryLogger())
+    const server = await startServer(testConfig({ dataDir: dir.path }), memoryLogger())
     try {
       const body = multipartBody([
         { name: 'file', filename: 'a.bin', data: randomBytes(2 * 1024 * 1024) },
@@ -174,7 +174,7 @@ describe('a client that disconnects mid-upload', () => {
 
 describe('the uploads directory', () => {
   test('stored names are generated; nothing is ever written at a client-chosen path', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.call('POST', '/upload?filename=../../../../tmp/pwned', {
       body: 'x',
       headers: { 'content-type': 'application/octet-stream' },

@@ -5,7 +5,7 @@ import { apiKey, PASSWORD, signedIn } from '../helpers/auth'
 
 describe('GET /users/export (API key)', () => {
   test('the same lines as `roster users export`, as JSON Lines or CSV, with no password hash', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = { 'x-api-key': await apiKey(t) }
     await t.post('/users', { name: '=HYPERLINK("x")', email: 'formula@example.com' })
     await t.post('/users', { name: 'Bob, "Jr."', email: 'bob@example.com', password: PASSWORD })
@@ -37,7 +37,7 @@ describe('GET /users/export (API key)', () => {
   })
 
   test('one snapshot, streamed: writes while it streams go through at once and are not in it', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = { 'x-api-key': await apiKey(t) }
     for (let start = 0; start < 3000; start += 500) {
       await t.deps.users.insertMany(
@@ -71,7 +71,7 @@ describe('GET /users/export (API key)', () => {
   })
 
   test('a client that stops reading ends the snapshot; refusals are the envelope', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const key = await apiKey(t)
     await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
     const response = await t.app.handle(

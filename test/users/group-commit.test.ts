@@ -5,7 +5,7 @@ const user = (i: number) => ({ name: `User ${i}`, email: `user${i}@example.com` 
 
 describe('writes through the group commit', () => {
   test('32 concurrent creates share a few commits; every 201 is stored', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const commitsBefore = t.deps.metrics.dbCommits.get()
     const replies = await Promise.all(
       Array.from({ length: 32 }, (_, i) => t.post('/users', user(i))),
@@ -21,7 +21,7 @@ describe('writes through the group commit', () => {
   })
 
   test('a duplicate email in the same batch is 409 alone; the others are created', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const replies = await Promise.all([
       t.post('/users', user(1)),
       t.post('/users', { name: 'Twin', email: 'USER1@example.com' }),
@@ -35,7 +35,7 @@ describe('writes through the group commit', () => {
   })
 
   test('If-Match failures and successes on one record in one batch: one wins, one is 412', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const created = await t.post('/users', user(1))
     const etag = created.headers.get('etag') ?? `"${created.body.id}.1"`
     const path = `/users/${created.body.id}`
@@ -49,7 +49,7 @@ describe('writes through the group commit', () => {
   })
 
   test('reads answered while a batch is open see only committed rows', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', user(1))
     // Open a batch by hand, as a write of this turn would, and read before it commits.
     const pending = t.deps.users.create({ ...user(2), passwordHash: null })
@@ -61,7 +61,7 @@ describe('writes through the group commit', () => {
   })
 
   test('an Idempotency-Key sent twice in one batch does the work once', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const headers = { 'idempotency-key': 'same-key' }
     const [a, b] = await Promise.all([
       t.post('/users', user(1), { headers }),

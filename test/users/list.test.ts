@@ -1,16 +1,20 @@
 import { describe, expect, test } from 'bun:test'
-import { expectEnvelope, makeTestApp, type Reply, type TestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp, type Reply, type TestApp } from '../helpers/app'
 
 /** Inserts n users directly (the list is what is under test, not create). */
-function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
-  const insert = t.deps.db.$client.query(
-    'INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
-  )
+async function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
   const at = '2026-01-01T00:00:00.000Z'
-  t.deps.db.$client.transaction(() => {
-    for (let i = 1; i <= n; i++)
-      insert.run(name(i), `user${i}@example.com`, `user${i}@example.com`, at, at)
-  })()
+  for (let i = 1; i <= n; i++) {
+    await dbQuery(
+      t.deps,
+      'INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
+      name(i),
+      `user${i}@example.com`,
+      `user${i}@example.com`,
+      at,
+      at,
+    )
+  }
 }
 
 function ids(reply: Reply): number[] {
@@ -33,7 +37,7 @@ function links(header: string | null): Record<string, string> {
 
 describe('GET /users (v1)', () => {
   test('an empty list: envelope, X-Total-Count 0, first and last links only', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.get('/users')
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
@@ -45,8 +49,8 @@ describe('GET /users (v1)', () => {
   })
 
   test('pages by limit and offset, ordered by id, with every link', async () => {
-    using t = makeTestApp()
-    seed(t, 45)
+    await using t = await makeTestApp()
+    await seed(t, 45)
     const reply = await t.get('/users?limit=10&offset=20')
     expect(reply.body.data.map((u: { id: number }) => u.id)).toEqual(
       Array.from({ length: 10 }, (_, i) => 21 + i),
@@ -62,8 +66,8 @@ describe('GET /users (v1)', () => {
   })
 
   test('the last page has no next; the first has no prev', async () => {
-    using t = makeTestApp()
-    seed(t, 40)
+    await using t = await makeTestApp()
+    await seed(t, 40)
     expect(
       Object.keys(links((await t.get('/users?limit=20&offset=20')).headers.get('link'))),
     ).toEqual(['first', 'prev', 'last'])
@@ -77,15 +81,15 @@ describe('GET /users (v1)', () => {
   })
 
   test('an offset past the end answers an empty page', async () => {
-    using t = makeTestApp()
-    seed(t, 3)
+    await using t = await makeTestApp()
+    await seed(t, 3)
     const reply = await t.get('/users?offset=100')
     expect(reply.body).toEqual({ data: [], pagination: { limit: 20, offset: 100, total: 3 } })
   })
 
   test('the Link base is --public-url when set, and the version prefix is kept', async () => {
-    using t = makeTestApp({ publicUrl: 'https://api.example.com/roster' })
-    seed(t, 30)
+    await using t = await makeTestApp({ publicUrl: 'https://api.example.com/roster' })
+    await seed(t, 30)
     const reply = await t.get('/v1/users?limit=10')
     expect(links(reply.headers.get('link')).next).toBe(
       'https://api.example.com/roster/v1/users?limit=10&offset=10',
@@ -109,29 +113,29 @@ describe('GET /users (v1)', () => {
   ])(
     '?%s is a VALIDATION_ERROR naming %s with the received text',
     async (query, field, received) => {
-      using t = makeTestApp()
+      await using t = await makeTestApp()
       const error = expectEnvelope(await t.get(`/users?${query}`), 422, 'VALIDATION_ERROR')
       expect(error.details).toEqual([{ field, message: expect.any(String), received }])
     },
   )
 
   test('both bad parameters are reported together', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const error = expectEnvelope(await t.get('/users?limit=0&offset=x'), 422, 'VALIDATION_ERROR')
     expect(error.details.map((d) => d.field)).toEqual(['limit', 'offset'])
   })
 
   test('v1 ignores v2 parameters', async () => {
-    using t = makeTestApp()
-    seed(t, 5)
+    await using t = await makeTestApp()
+    await seed(t, 5)
     const reply = await t.get('/users?email=user1@example.com&cursor=zzz')
     expect(reply.body.pagination).toEqual({ limit: 20, offset: 0, total: 5 })
     expect(reply.body.pagination.next_cursor).toBeUndefined()
   })
 
   test('HEAD gives the GET status and headers, no body', async () => {
-    using t = makeTestApp()
-    seed(t, 25)
+    await using t = await makeTestApp()
+    await seed(t, 25)
     const get = await t.get('/users')
     const head = await t.call('HEAD', '/users')
     expect(head.status).toBe(200)
@@ -144,8 +148,8 @@ describe('GET /users (v1)', () => {
 
 describe('GET /v2/users', () => {
   test('keyset pages by cursor until next_cursor is null', async () => {
-    using t = makeTestApp()
-    seed(t, 25)
+    await using t = await makeTestApp()
+    await seed(t, 25)
     const first = await t.get('/v2/users?limit=10')
     expect(first.headers.get('api-version')).toBe('2')
     expect(first.body.pagination).toMatchObject({ limit: 10, offset: 0, total: 25 })
@@ -168,8 +172,8 @@ describe('GET /v2/users', () => {
   })
 
   test('prev links walk back by cursor, to a first page with no prev', async () => {
-    using t = makeTestApp()
-    seed(t, 25)
+    await using t = await makeTestApp()
+    await seed(t, 25)
     const second = await t.get(
       `/v2/users?limit=10&cursor=${(await t.get('/v2/users?limit=10')).body.pagination.next_cursor}`,
     )
@@ -185,8 +189,8 @@ describe('GET /v2/users', () => {
   })
 
   test('a cursor survives deletes: it points after an id, not at a position', async () => {
-    using t = makeTestApp()
-    seed(t, 6)
+    await using t = await makeTestApp()
+    await seed(t, 6)
     const first = await t.get('/v2/users?limit=3')
     await t.call('DELETE', '/users/2')
     await t.call('DELETE', '/users/4')
@@ -196,8 +200,8 @@ describe('GET /v2/users', () => {
   })
 
   test('offset still works, and gives a next_cursor too', async () => {
-    using t = makeTestApp()
-    seed(t, 30)
+    await using t = await makeTestApp()
+    await seed(t, 30)
     const reply = await t.get('/v2/users?limit=5&offset=10')
     expect(reply.body.data[0].id).toBe(11)
     const next = await t.get(`/v2/users?limit=5&cursor=${reply.body.pagination.next_cursor}`)
@@ -205,8 +209,8 @@ describe('GET /v2/users', () => {
   })
 
   test('email filters exactly, without regard to case; total counts matches', async () => {
-    using t = makeTestApp()
-    seed(t, 12)
+    await using t = await makeTestApp()
+    await seed(t, 12)
     const reply = await t.get('/v2/users?email=USER11@Example.com')
     expect(reply.body.data.map((u: { id: number }) => u.id)).toEqual([11])
     expect(reply.body.pagination.total).toBe(1)
@@ -214,8 +218,8 @@ describe('GET /v2/users', () => {
   })
 
   test('q matches a substring of name or email, with % and _ taken literally', async () => {
-    using t = makeTestApp()
-    seed(t, 12, (i) => (i === 3 ? 'Grace 100%_sure' : `User ${i}`))
+    await using t = await makeTestApp()
+    await seed(t, 12, (i) => (i === 3 ? 'Grace 100%_sure' : `User ${i}`))
     expect((await t.get('/v2/users?q=user1')).body.pagination.total).toBe(4) // 1, 10, 11, 12
     expect((await t.get('/v2/users?q=grace')).body.data[0].id).toBe(3)
     expect((await t.get('/v2/users?q=%25_')).body.data.map((u: { id: number }) => u.id)).toEqual([
@@ -225,8 +229,8 @@ describe('GET /v2/users', () => {
   })
 
   test('filters and cursor go together; links repeat the filters', async () => {
-    using t = makeTestApp()
-    seed(t, 30)
+    await using t = await makeTestApp()
+    await seed(t, 30)
     const first = await t.get('/v2/users?q=user2&limit=5') // 2, 20..29
     expect(first.body.pagination.total).toBe(11)
     const next = links(first.headers.get('link')).next as string
@@ -240,12 +244,12 @@ describe('GET /v2/users', () => {
   })
 
   test('a cursor before every match is the first page: no prev link', async () => {
-    using t = makeTestApp()
-    seed(t, 5)
+    await using t = await makeTestApp()
+    await seed(t, 5)
     const after1 = `/v2/users?limit=2&cursor=${Buffer.from('a:1').toString('base64url')}`
     expect(ids(await t.get(after1))).toEqual([2, 3])
     expect(links((await t.get(after1)).headers.get('link')).prev).toBeDefined()
-    t.deps.db.$client.run('DELETE FROM users WHERE id = 1')
+    await dbQuery(t.deps, 'DELETE FROM users WHERE id = 1')
     expect(links((await t.get(after1)).headers.get('link')).prev).toBeUndefined()
   })
 
@@ -261,7 +265,7 @@ describe('GET /v2/users', () => {
     [`email=${'x'.repeat(255)}`, 'email'],
     ['q=a&q=b', 'q'],
   ])('?%s is a VALIDATION_ERROR for %s', async (query, field) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const error = expectEnvelope(await t.get(`/v2/users?${query}`), 422, 'VALIDATION_ERROR')
     expect(error.details.map((d) => d.field)).toEqual([field])
   })

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { expectEnvelope, makeTestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
 
 const ada = { name: 'Ada Lovelace', email: 'ada@example.com' }
 
 describe('POST /users', () => {
   test('creates a user: 201, the record, Location, stored trimmed', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.post('/users', { name: '  Ada Lovelace ', email: 'Ada@Example.com' })
     expect(reply.status).toBe(201)
     expect(reply.headers.get('location')).toBe('/users/1')
@@ -19,7 +19,7 @@ describe('POST /users', () => {
   })
 
   test('keeps the version prefix in Location', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expect((await t.post('/v1/users', ada)).headers.get('location')).toBe('/v1/users/1')
     const v2 = await t.post('/v2/users', { name: 'B', email: 'b@example.com' })
     expect(v2.headers.get('location')).toBe('/v2/users/2')
@@ -27,7 +27,7 @@ describe('POST /users', () => {
   })
 
   test('refuses a duplicate email without regard to case: 409 with a detail for email', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const reply = await t.post('/users', { name: 'Other', email: 'ADA@example.COM' })
     const error = expectEnvelope(reply, 409, 'CONFLICT')
@@ -38,19 +38,20 @@ describe('POST /users', () => {
   })
 
   test('stores the password as an argon2id hash and never returns it', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.post('/users', { ...ada, password: 'correct horse battery' })
     expect(reply.text).not.toContain('correct horse')
     expect(reply.text).not.toContain('password')
-    const row = t.deps.db.$client
-      .query<{ password_hash: string }, []>('SELECT password_hash FROM users')
-      .get()
+    const [row] = await dbQuery<{ password_hash: string }>(
+      t.deps,
+      'SELECT password_hash FROM users',
+    )
     expect(row?.password_hash).toStartWith('$argon2id$')
     expect(await Bun.password.verify('correct horse battery', row?.password_hash ?? '')).toBe(true)
   })
 
   test('never reuses an id, even after a delete', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     await t.call('DELETE', '/users/1')
     const reply = await t.post('/users', ada)
@@ -60,7 +61,7 @@ describe('POST /users', () => {
 
 describe('GET /users/{id}', () => {
   test('answers the record with an ETag, and 304 to If-None-Match', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const reply = await t.get('/users/1')
     expect(reply.status).toBe(200)
@@ -92,7 +93,7 @@ describe('GET /users/{id}', () => {
     '9007199254740992',
     '%20',
   ])('answers a malformed id %p like a missing one: 404', async (id) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     expectEnvelope(await t.get(`/users/${id}`), 404, 'NOT_FOUND')
     expectEnvelope(await t.call('DELETE', `/users/${id}`), 404, 'NOT_FOUND')
@@ -100,9 +101,10 @@ describe('GET /users/{id}', () => {
   })
 
   test('the largest safe id is looked up exactly, not rounded', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
-    t.deps.db.$client.run(
+    await dbQuery(
+      t.deps,
       "INSERT INTO users (id, name, email, email_key, created_at, updated_at) VALUES (9007199254740991, 'Max', 'max@example.com', 'max@example.com', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
     )
     expect((await t.get('/users/9007199254740991')).body.name).toBe('Max')
@@ -112,7 +114,7 @@ describe('GET /users/{id}', () => {
 
 describe('PUT /users/{id}', () => {
   test('replaces name and email and bumps the ETag', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const before = await t.get('/users/1')
     const reply = await t.call('PUT', '/users/1', {
@@ -125,7 +127,7 @@ describe('PUT /users/{id}', () => {
   })
 
   test('ignores echoed id, created_at, updated_at when they match, refuses them when not', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const created = (await t.post('/users', ada)).body
     const ok = await t.call('PUT', '/users/1', { json: { ...created, name: 'Echo' } })
     expect(ok.status).toBe(200)
@@ -138,7 +140,7 @@ describe('PUT /users/{id}', () => {
   })
 
   test('requires name and email, naming both', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const error = expectEnvelope(
       await t.call('PUT', '/users/1', { json: { password: 'long enough' } }),
@@ -152,7 +154,7 @@ describe('PUT /users/{id}', () => {
   })
 
   test('412 when If-Match does not match, and nothing changes', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const etag = (await t.get('/users/1')).headers.get('etag') as string
     const stale = await t.call('PUT', '/users/1', {
@@ -174,7 +176,7 @@ describe('PUT /users/{id}', () => {
   })
 
   test("If-Match: a list holding the current tag, or *, passes; another user's tag or junk is 412", async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     await t.post('/users', { name: 'Bob', email: 'bob@example.com' })
     const patch = (ifMatch: string, name: string) =>
@@ -191,7 +193,7 @@ describe('PUT /users/{id}', () => {
   })
 
   test('409 when the new email belongs to someone else', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     await t.post('/users', { name: 'Bob', email: 'bob@example.com' })
     const reply = await t.call('PUT', '/users/2', {
@@ -202,14 +204,14 @@ describe('PUT /users/{id}', () => {
   })
 
   test('404 for a missing user', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     expectEnvelope(await t.call('PUT', '/users/7', { json: ada }), 404, 'NOT_FOUND')
   })
 })
 
 describe('PATCH /users/{id}', () => {
   test('changes only the given fields; merge-patch+json is accepted', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const reply = await t.call('PATCH', '/users/1', {
       body: JSON.stringify({ name: 'Countess' }),
@@ -221,7 +223,7 @@ describe('PATCH /users/{id}', () => {
   })
 
   test('an empty object is a VALIDATION_ERROR', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const error = expectEnvelope(
       await t.call('PATCH', '/users/1', { json: {} }),
@@ -238,7 +240,7 @@ describe('PATCH /users/{id}', () => {
   })
 
   test('null is not a way to clear a field', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const error = expectEnvelope(
       await t.call('PATCH', '/users/1', { json: { name: null } }),
@@ -249,20 +251,20 @@ describe('PATCH /users/{id}', () => {
   })
 
   test('changes the password hash', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { ...ada, password: 'first password' })
-    const hash = () =>
-      t.deps.db.$client.query<{ h: string }, []>('SELECT password_hash AS h FROM users').get()?.h
-    const before = hash()
+    const hash = async () =>
+      (await dbQuery<{ h: string }>(t.deps, 'SELECT password_hash AS h FROM users'))[0]?.h
+    const before = await hash()
     await t.call('PATCH', '/users/1', { json: { password: 'second password' } })
-    expect(hash()).not.toBe(before)
-    expect(await Bun.password.verify('second password', hash() ?? '')).toBe(true)
+    expect(await hash()).not.toBe(before)
+    expect(await Bun.password.verify('second password', (await hash()) ?? '')).toBe(true)
   })
 })
 
 describe('DELETE /users/{id}', () => {
   test('answers { id, deleted: true } and the user is gone', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const reply = await t.call('DELETE', '/users/1')
     expect(reply.status).toBe(200)
@@ -272,7 +274,7 @@ describe('DELETE /users/{id}', () => {
   })
 
   test('412 with a stale If-Match, 200 with the current one', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', ada)
     const etag = (await t.get('/users/1')).headers.get('etag') as string
     await t.call('PATCH', '/users/1', { json: { name: 'Changed' } })
@@ -290,7 +292,7 @@ describe('DELETE /users/{id}', () => {
 
 describe('Idempotency-Key', () => {
   test('a retry with the same key and body replays the first answer', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const headers = { 'idempotency-key': 'create-ada-1' }
     const first = await t.post('/users', ada, { headers })
     const second = await t.post('/users', { email: ada.email, name: ada.name }, { headers })
@@ -303,7 +305,7 @@ describe('Idempotency-Key', () => {
   })
 
   test('the same key with another body is 409 CONFLICT', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const headers = { 'idempotency-key': 'k1' }
     await t.post('/users', ada, { headers })
     const reply = await t.post('/users', { ...ada, name: 'Someone Else' }, { headers })
@@ -312,7 +314,7 @@ describe('Idempotency-Key', () => {
   })
 
   test('concurrent requests with one key create one user', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const headers = { 'idempotency-key': 'race' }
     const replies = await Promise.all(
       Array.from({ length: 8 }, () =>
@@ -326,7 +328,7 @@ describe('Idempotency-Key', () => {
 
   test('an answer is replayed for 24 hours, then the key is free again', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z')
-    using t = makeTestApp({}, () => new Date(clock))
+    await using t = await makeTestApp({}, () => new Date(clock))
     const headers = { 'idempotency-key': 'daily' }
     await t.post('/users', ada, { headers })
     clock += 23 * 3600_000
@@ -340,7 +342,7 @@ describe('Idempotency-Key', () => {
   })
 
   test('a malformed key is a VALIDATION_ERROR that names the header', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.post('/users', ada, { headers: { 'idempotency-key': 'x'.repeat(256) } })
     const error = expectEnvelope(reply, 422, 'VALIDATION_ERROR')
     expect(error.details[0]?.field).toBe('Idempotency-Key')
@@ -348,13 +350,13 @@ describe('Idempotency-Key', () => {
   })
 
   test('the stored fingerprint does not contain the password', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post(
       '/users',
       { ...ada, password: 'hunter2hunter2' },
       { headers: { 'idempotency-key': 'p' } },
     )
-    const dump = JSON.stringify(t.deps.db.$client.query('SELECT * FROM idempotency_keys').all())
+    const dump = JSON.stringify(await dbQuery(t.deps, 'SELECT * FROM idempotency_keys'))
     expect(dump).not.toContain('hunter2')
   })
 })

@@ -6,7 +6,7 @@ import { makeTestApp } from '../helpers/app'
 describe('the email format', () => {
   test('is roster’s own check once the app is built, whatever @elysiajs/openapi registered', async () => {
     await import('@elysiajs/openapi')
-    using _t = makeTestApp()
+    await using _t = await makeTestApp()
     expect(FormatRegistry.Get('email')).toBe(isValidEmail)
   })
 

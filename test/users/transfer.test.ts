@@ -68,7 +68,7 @@ describe('readRecords', () => {
 
 describe('RowValidator', () => {
   test('checks rows as POST /users does, and emails against the database and earlier rows', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'Old', email: 'old@example.com' })
     const validator = new RowValidator(t.deps.users)
     const check = (line: number, value: Record<string, unknown>) => validator.check(line, value)
@@ -106,7 +106,7 @@ describe('RowValidator', () => {
   })
 
   test('password_hash: argon2 or bcrypt with bounded costs, not both with a password, never echoed', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const validator = new RowValidator(t.deps.users)
     let n = 0
     const message = async (value: Record<string, unknown>) => {
@@ -213,7 +213,7 @@ describe('exportChunks', () => {
 
 describe('insertMany', () => {
   test('all or nothing: one taken email rolls the batch back; otherwise conflicts are skipped', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     await t.post('/users', { name: 'Taken', email: 'taken@example.com' })
     const rows = [
       { name: 'A', email: 'a@example.com', passwordHash: null },

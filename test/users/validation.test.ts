@@ -4,7 +4,7 @@ import { expectEnvelope, makeTestApp } from '../helpers/app'
 const valid = { name: 'Ada', email: 'ada@example.com' }
 
 async function rejected(body: unknown) {
-  using t = makeTestApp()
+  await using t = await makeTestApp()
   const reply = await t.post('/users', body)
   const error = expectEnvelope(reply, 422, 'VALIDATION_ERROR')
   expect((await t.get('/users')).body.pagination.total).toBe(0)
@@ -68,7 +68,7 @@ describe('POST /users validation', () => {
     ['spaces around it', `  ${'y'.repeat(200)}  `],
     ['accents and scripts', 'Zoë Ελένη 李'],
   ])('accepts a name of %s', async (_label, name) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.post('/users', { ...valid, name })
     expect(reply.status).toBe(201)
     expect(reply.body.name).toBe((name as string).trim())
@@ -87,7 +87,7 @@ describe('POST /users validation', () => {
   })
 
   test('accepts an email of exactly 254 characters', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const email = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(57)}.com`
     expect(email.length).toBe(254)
     expect((await t.post('/users', { ...valid, email })).status).toBe(201)
@@ -99,7 +99,7 @@ describe('POST /users validation', () => {
   })
 
   test('never echoes a password, even a very wrong one', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     for (const password of ['tiny', 'p'.repeat(129), 12345678, ['secret-in-array-xyz']]) {
       const reply = await t.post('/users', { ...valid, password })
       expectEnvelope(reply, 422, 'VALIDATION_ERROR')
@@ -114,7 +114,7 @@ describe('POST /users validation', () => {
   })
 
   test('__proto__ is an unknown field, and pollutes nothing', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body: '{"name":"Ada","email":"ada@example.com","__proto__":{"admin":true}}',
       headers: { 'content-type': 'application/json' },
@@ -135,7 +135,7 @@ describe('POST /users validation', () => {
     ['a number', '42', 'body'],
     ['null', 'null', 'body'],
   ])('a body that is %s is a VALIDATION_ERROR for body', async (_label, text, field) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body: text,
       headers: { 'content-type': 'application/json' },
@@ -144,7 +144,7 @@ describe('POST /users validation', () => {
   })
 
   test('deeply nested JSON is answered, not crashed on', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`
     const reply = await t.call('POST', '/users', {
       body: `{"name":${deep},"email":"a@b.co"}`,
@@ -162,7 +162,7 @@ describe('bodies that are not JSON', () => {
     ['', 'empty'],
     ['\u00ff\u00fe', 'garbage bytes'],
   ])('%p (%s) is 400 BAD_REQUEST', async (body) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body,
       headers: { 'content-type': 'application/json' },
@@ -177,7 +177,7 @@ describe('bodies that are not JSON', () => {
     'application/xml',
     'application/vnd.api+json',
   ])('Content-Type %p is 415', async (type) => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body: JSON.stringify(valid),
       headers: { 'content-type': type },
@@ -187,13 +187,13 @@ describe('bodies that are not JSON', () => {
   })
 
   test('no Content-Type at all is 415', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', { body: JSON.stringify(valid) })
     expectEnvelope(reply, 415, 'UNSUPPORTED_MEDIA_TYPE')
   })
 
   test('charset and letter case in the media type are accepted', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body: JSON.stringify(valid),
       headers: { 'content-type': 'Application/JSON; charset=utf-8' },
@@ -202,7 +202,7 @@ describe('bodies that are not JSON', () => {
   })
 
   test('merge-patch+json is for PATCH only', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.call('POST', '/users', {
       body: JSON.stringify(valid),
       headers: { 'content-type': 'application/merge-patch+json' },
@@ -211,14 +211,14 @@ describe('bodies that are not JSON', () => {
   })
 
   test('a JSON body over 1 MiB is 413 and stores nothing', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const reply = await t.post('/users', { ...valid, name: 'x'.repeat(1024 * 1024) })
     expectEnvelope(reply, 413, 'PAYLOAD_TOO_LARGE')
     expect((await t.get('/users')).body.pagination.total).toBe(0)
   })
 
   test('a chunked body over 1 MiB (no Content-Length) is 413', async () => {
-    using t = makeTestApp()
+    await using t = await makeTestApp()
     const chunk = new TextEncoder().encode('x'.repeat(64 * 1024))
     let sent = 0
     const stream = new ReadableStream<Uint8Array>({

@@ -14,8 +14,8 @@ import {
   stripeHeaders,
 } from '../helpers/webhooks'
 
-function webhookApp(secrets: readonly string[] = ALL_SECRETS, clock?: ManualClock) {
-  const t = makeTestApp({ webhookSecrets: secrets }, clock)
+async function webhookApp(secrets: readonly string[] = ALL_SECRETS, clock?: ManualClock) {
+  const t = await makeTestApp({ webhookSecrets: secrets }, clock)
   t.deps.webhooks.worker.retry = { baseMs: 20, capMs: 200, maxAttempts: 4 }
   return t
 }
@@ -56,7 +56,7 @@ const userByEmail = (t: TestApp, email: string) => t.deps.users.byEmail(email)
 
 describe('POST /webhooks', () => {
   test('a valid delivery is stored, answered 200 {received: true}, then handled', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = event(
       'user.created',
       { email: 'new@example.com', name: 'New Person' },
@@ -82,7 +82,7 @@ describe('POST /webhooks', () => {
   })
 
   test('/webhook, /v1/webhooks and /v2/webhook answer the same', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     for (const path of ['/webhook', '/v1/webhooks', '/v2/webhook']) {
       const body = event('noop.test', {})
       expect((await deliver(t, body, await githubHeaders(body), path)).status).toBe(200)
@@ -90,7 +90,7 @@ describe('POST /webhooks', () => {
   })
 
   test('event ids per scheme: webhook-id; the body id (Stripe); X-GitHub-Delivery, else the body id, else its SHA-256', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const one = event('x.one', {}, 'body-id-1')
     await deliver(t, one, standardHeaders(one, undefined, 'msg_header_id'))
     const two = event('x.two', {}, 'stripe-body-id')
@@ -112,7 +112,7 @@ describe('POST /webhooks', () => {
   })
 
   test('a redelivery is answered 200 and not handled again', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = event('user.created', { email: 'once@example.com' }, 'evt_dup')
     const headers = await stripeHeaders(body)
     for (let i = 0; i < 3; i++) expect((await deliver(t, body, headers)).status).toBe(200)
@@ -122,7 +122,7 @@ describe('POST /webhooks', () => {
   })
 
   test('sha256=: a captured delivery resent under a new X-GitHub-Delivery is not handled again', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     await t.post('/users', { name: 'Gone', email: 'gone@example.com' })
     const created = event('user.created', { email: 'gone@example.com', name: 'Gone' })
     const deleted = event('user.deleted', { email: 'gone@example.com' })
@@ -147,7 +147,7 @@ describe('POST /webhooks', () => {
   })
 
   test('twenty copies arriving at the same moment: one event, handled once', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     let handled = 0
     t.deps.webhooks.worker.handlers.set('count.me', () => {
       handled += 1
@@ -163,7 +163,7 @@ describe('POST /webhooks', () => {
   })
 
   test('the 200 leaves while the handler is still running; the outcome is recorded after', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     let release: () => void = () => {}
     const blocked = new Promise<void>((resolve) => {
       release = resolve
@@ -196,7 +196,7 @@ describe('POST /webhooks', () => {
   })
 
   test('a plain function that returns a promise is awaited like an async one', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     let calls = 0
     // Not declared async: only its result is a promise.
     t.deps.webhooks.worker.handlers.set('promised.job', () => {
@@ -226,7 +226,7 @@ describe('POST /webhooks', () => {
   })
 
   test('a handler that fails after writing has its writes rolled back with it', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     t.deps.webhooks.worker.handlers.set('half.done', async (_event, { users }) => {
       await users.create({ name: 'Half', email: 'half@example.com', passwordHash: null })
       throw new Error('failed after the write')
@@ -243,7 +243,7 @@ describe('POST /webhooks', () => {
 
   test('a failing handler marks the event failed with its error, and a retry with backoff succeeds', async () => {
     const clock = testClock()
-    using t = webhookApp(ALL_SECRETS, clock)
+    await using t = await webhookApp(ALL_SECRETS, clock)
     let calls = 0
     t.deps.webhooks.worker.handlers.set('flaky.job', () => {
       calls += 1
@@ -268,7 +268,7 @@ describe('POST /webhooks', () => {
 
   test('retries stop after the last attempt; the event stays failed', async () => {
     const clock = testClock()
-    using t = webhookApp(ALL_SECRETS, clock)
+    await using t = await webhookApp(ALL_SECRETS, clock)
     t.deps.webhooks.worker.handlers.set('always.fails', () => {
       throw new Error('nope')
     })
@@ -280,7 +280,7 @@ describe('POST /webhooks', () => {
 
   test('POST /webhooks/events/{id}/retry: a failed event (retries used up) is tried again now; 202', async () => {
     const clock = testClock()
-    using t = webhookApp(ALL_SECRETS, clock)
+    await using t = await webhookApp(ALL_SECRETS, clock)
     let broken = true
     t.deps.webhooks.worker.handlers.set('flaky.thing', () => {
       if (broken) throw new Error('downstream is down')
@@ -303,7 +303,7 @@ describe('POST /webhooks', () => {
   })
 
   test('retry refusals: 404 for an unknown id, 409 for a pending or processed one, 401 without a key', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const key = { 'x-api-key': await apiKey(t, 'retrier') }
     expectEnvelope(
       await t.call('POST', '/webhooks/events/evt_nope/retry', { headers: key }),
@@ -329,7 +329,7 @@ describe('POST /webhooks', () => {
   })
 
   test('wake-ups that keep coming do not hold the handling back', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const { inbox, worker } = t.deps.webhooks
     let handled = 0
     worker.handlers.set('steady.tick', () => {
@@ -362,7 +362,7 @@ describe('POST /webhooks', () => {
   })
 
   test('unknown types are stored as ignored', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = event('invoice.paid', { amount: 10 })
     await deliver(t, body, await githubHeaders(body))
     await t.deps.webhooks.worker.settled()
@@ -382,7 +382,7 @@ describe('the user and customer handlers', () => {
   }
 
   test('created and updated upsert by email (name from data.object.name); deleted removes', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     await send(t, 'customer.created', { email: 'Cus@Example.com', name: 'Cus Tomer' })
     const created = await t.deps.users.get((await userByEmail(t, 'cus@example.com'))?.id ?? 0)
     expect(created).toMatchObject({ name: 'Cus Tomer', email: 'Cus@Example.com' })
@@ -397,13 +397,13 @@ describe('the user and customer handlers', () => {
   })
 
   test('*.deleted for an unknown email is a no-op that ends processed', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     await send(t, 'customer.deleted', { email: 'nobody@example.com' })
     expect((await events(t))[0]).toMatchObject({ status: 'processed', error: null })
   })
 
   test('a missing or invalid email fails the event with a readable error', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     await send(t, 'user.created', { name: 'No Email' })
     expect((await events(t))[0]).toMatchObject({
       status: 'failed',
@@ -414,7 +414,7 @@ describe('the user and customer handlers', () => {
 
 describe('refusals', () => {
   test('every bad signature is 400 INVALID_SIGNATURE with the envelope, and nothing is stored', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = event('user.created', { email: 'x@example.com' })
     const valid = await stripeHeaders(body)
     const cases: Record<string, string>[] = [
@@ -432,14 +432,14 @@ describe('refusals', () => {
   })
 
   test('without a configured secret every delivery is refused', async () => {
-    using t = webhookApp([])
+    await using t = await webhookApp([])
     const body = event('user.created', { email: 'x@example.com' })
     const reply = await deliver(t, body, await stripeHeaders(body))
     expect(expectEnvelope(reply, 400, 'INVALID_SIGNATURE').message).toContain('No webhook secret')
   })
 
   test('a valid signature over a body that is not JSON is 400 BAD_REQUEST', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     for (const body of ['not json', '{"type":', '\u00ff\u00fe']) {
       expectEnvelope(await deliver(t, body, await githubHeaders(body)), 400, 'BAD_REQUEST')
     }
@@ -453,7 +453,7 @@ describe('refusals', () => {
     ['{"type":"a","data":{"object":[]}}', 'data.object'],
     ['{"type":7,"data":{"object":"x"}}', 'type'],
   ])('a valid signature over %s is 422 naming %s', async (body, field) => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const error = expectEnvelope(
       await deliver(t, body, await githubHeaders(body)),
       422,
@@ -463,7 +463,7 @@ describe('refusals', () => {
   })
 
   test('a Stripe event without an id is 422', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = JSON.stringify({ type: 'user.created', data: { object: {} } })
     const error = expectEnvelope(
       await deliver(t, body, await stripeHeaders(body)),
@@ -474,7 +474,7 @@ describe('refusals', () => {
   })
 
   test('a body over 1 MiB is 413 before anything else', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     const body = event('big', { blob: 'x'.repeat(1024 * 1024) })
     expectEnvelope(await deliver(t, body, await githubHeaders(body)), 413, 'PAYLOAD_TOO_LARGE')
   })
@@ -482,7 +482,7 @@ describe('refusals', () => {
 
 describe('GET /webhooks/events', () => {
   test('needs an API key; newest first; the common list envelope and headers', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     for (let i = 1; i <= 5; i++) {
       const body = event(`t.${i}`, {}, `e${i}`)
       await deliver(t, body, await githubHeaders(body))
@@ -498,7 +498,7 @@ describe('GET /webhooks/events', () => {
     expect((await t.get('/data', { headers: key })).body.data.webhook_events).toBe(5)
   })
   test('?status= keeps the events in that state; links repeat it; a bad one is 422', async () => {
-    using t = webhookApp()
+    await using t = await webhookApp()
     for (let i = 1; i <= 3; i++) {
       const body = event(`nobody.listens.${i}`, {}, `ign${i}`)
       await deliver(t, body, await githubHeaders(body))
@@ -530,7 +530,7 @@ describe('a restart', () => {
   test('picks up events left pending or failed by a crash, and handles them once', async () => {
     using dir = tempDir()
     const config = testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS })
-    const first = makeDeps(config, memoryLogger())
+    const first = await makeDeps(config, memoryLogger())
     // Stored but never handled: the process died right after answering.
     await first.webhooks.inbox.record({
       eventId: 'evt_a',
@@ -546,8 +546,8 @@ describe('a restart', () => {
       payload: event('user.created', { email: 'b@example.com' }, 'evt_b'),
       bodySha256: null,
     })
-    first.close()
-    const second = makeDeps(config, memoryLogger())
+    await first.close()
+    const second = await makeDeps(config, memoryLogger())
     second.webhooks.worker.start()
     await second.webhooks.worker.settled()
     expect(second.users.byEmail('a@example.com')).not.toBeNull()
@@ -556,7 +556,7 @@ describe('a restart', () => {
       (await second.webhooks.inbox.list({ limit: 10, offset: 0 })).data.map((e) => e.status),
     ).toEqual(['processed', 'processed'])
     await second.webhooks.worker.stop()
-    second.close()
+    await second.close()
   })
 })
 
@@ -564,7 +564,7 @@ describe('shutdown', () => {
   test('stop() lets the handler in flight finish before the database closes', async () => {
     const { startServer } = await import('../../src/server')
     using dir = tempDir()
-    const server = startServer(
+    const server = await startServer(
       testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS }),
       memoryLogger(),
     )
@@ -584,10 +584,10 @@ describe('shutdown', () => {
     await Bun.sleep(20)
     await server.stop()
     expect(finished).toBe(true)
-    const reopened = makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
+    const reopened = await makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
     expect((await reopened.webhooks.inbox.list({ limit: 1, offset: 0 })).data[0]?.status).toBe(
       'processed',
     )
-    reopened.close()
+    await reopened.close()
   })
 })

@@ -1,0 +1,59 @@
+import type { SQL } from 'bun'
+import type { ApiKeyStore } from '../auth/api-keys'
+import type { LoginFailureLog } from '../auth/limiter'
+import type { CredentialStore } from '../auth/sessions'
+import type { Db, FileIdentityGuard, Store } from '../db/client'
+import type { Transaction } from '../db/unit'
+import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
+import type { UploadRecords } from '../uploads/records'
+import type { UserStore, UserWrites } from '../users/store'
+import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
+
+/** Every store's writes as one unit of work sees them (see db/unit.ts). */
+export interface UnitStores {
+  users: UserWrites
+  idempotency: IdempotencyClaims
+  inbox: InboxOutcomes
+}
+
+/** What only the embedded SQLite database has: the file, its connections, the group commit. */
+export interface SqliteParts {
+  readonly db: Db
+  /** The writer, the reader and the group commit every write goes through. */
+  readonly store: Store
+  readonly dbPath: string
+  /** Whether the database file is still the one that was opened (see fileIdentityGuard). */
+  readonly databaseFile: FileIdentityGuard
+}
+
+/**
+ * One database's implementation of every store, opened and migrated: SQLite in the data
+ * directory (the default) or a PostgreSQL database that several instances share.
+ */
+export interface Backend {
+  /** What the startup line says about the database (never a password). */
+  readonly description: string
+  /** Whether other instances may share this database (their workers share its inbox). */
+  readonly shared: boolean
+  readonly users: UserStore
+  readonly idempotency: IdempotencyStore
+  readonly credentials: CredentialStore
+  readonly apiKeys: ApiKeyStore
+  readonly loginFailures: LoginFailureLog
+  readonly uploadRecords: UploadRecords
+  readonly inbox: WebhookInbox
+  /** Runs a unit of work over every store's writes. */
+  readonly transaction: Transaction<UnitStores>
+  /** The embedded database's parts; null on PostgreSQL. */
+  readonly sqlite: SqliteParts | null
+  /** The shared database's pool; null on SQLite. */
+  readonly postgres: SQL | null
+  /** Throws (or rejects) when the database does not answer. */
+  checkDatabase(): void | Promise<void>
+  /** Which of these file ids are registered (for the sweep of files a crash left behind). */
+  knownFiles(fileIds: readonly string[]): Promise<ReadonlySet<string>>
+  /** Connections in use, for /metrics; null when the database has no pool. */
+  connectionsInUse(): number | null
+  /** Commits what is pending and closes the connections. */
+  close(): Promise<void>
+}

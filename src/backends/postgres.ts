@@ -1,0 +1,99 @@
+import type { SQL } from 'bun'
+import { createPgApiKeyStore } from '../auth/pg-api-keys'
+import { PgLoginFailures } from '../auth/pg-login-failures'
+import { createPgCredentialStore } from '../auth/pg-sessions'
+import type { Config } from '../config'
+import { connectPostgres, openPostgres, redactUrl } from '../db/postgres/client'
+import { runPgMigrations } from '../db/postgres/migrate'
+import type { Transaction } from '../db/unit'
+import { createPgIdempotencyStore } from '../idempotency/pg-store'
+import { createPgUploadRecords } from '../uploads/pg-records'
+import { createPgUserStore } from '../users/pg-store'
+import { createPgWebhookInbox } from '../webhooks/pg-inbox'
+import type { Backend, UnitStores } from './backend'
+
+/** Connections each instance keeps open at most. */
+const POOL_SIZE = 10
+/** /health gives PostgreSQL this long to answer before it calls the database failing. */
+const HEALTH_TIMEOUT_MS = 3000
+
+/**
+ * A PostgreSQL database that several instances share: connected, checked, migrated once (under
+ * an advisory lock). A unit of work is one transaction on one pooled connection.
+ */
+export async function openPostgresBackend(
+  config: Config & { databaseUrl: string },
+  options: { now: () => Date; clock: () => number },
+): Promise<Backend> {
+  const { now, clock } = options
+  const db = openPostgres(config.databaseUrl, {
+    prepare: config.databasePrepare,
+    max: POOL_SIZE,
+  })
+  const pool: SQL = db.$client
+  let inUse = 0
+  try {
+    const version = await connectPostgres(db, config.databaseUrl)
+    await runPgMigrations(pool)
+    const users = createPgUserStore(pool, now)
+    const idempotency = await createPgIdempotencyStore(pool, clock)
+    const inbox = createPgWebhookInbox(pool, now)
+    const transaction: Transaction<UnitStores> = (work) => {
+      inUse += 1
+      return pool
+        .begin((tx) =>
+          work({
+            users: users.inUnit(tx),
+            idempotency: idempotency.inUnit(tx),
+            inbox: inbox.inUnit(tx),
+          }),
+        )
+        .finally(() => {
+          inUse -= 1
+        })
+    }
+    const uploadRecords = createPgUploadRecords(pool, now)
+    return {
+      description: `PostgreSQL ${version} at ${redactUrl(config.databaseUrl)}`,
+      shared: true,
+      users,
+      idempotency,
+      credentials: createPgCredentialStore(pool, clock),
+      apiKeys: createPgApiKeyStore(pool, now),
+      loginFailures: new PgLoginFailures(pool),
+      uploadRecords,
+      inbox,
+      transaction,
+      sqlite: null,
+      postgres: pool,
+      async checkDatabase() {
+        let timer: Timer | undefined
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error('PostgreSQL did not answer')),
+            HEALTH_TIMEOUT_MS,
+          )
+        })
+        try {
+          await Promise.race([pool`SELECT 1`, late])
+        } finally {
+          clearTimeout(timer)
+        }
+      },
+      async knownFiles(fileIds) {
+        if (fileIds.length === 0) return new Set()
+        const rows = await pool<
+          { id: string }[]
+        >`SELECT id FROM files WHERE id = ANY(${fileIds}::text[])`
+        return new Set(rows.map((row) => row.id))
+      },
+      connectionsInUse: () => inUse,
+      async close() {
+        await pool.close({ timeout: 5 })
+      },
+    }
+  } catch (error) {
+    await pool.close().catch(() => {})
+    throw error
+  }
+}

@@ -1,0 +1,100 @@
+import { join } from 'node:path'
+import { MemoryLoginFailures } from '../auth/limiter'
+import { createSqliteApiKeyStore } from '../auth/sqlite-api-keys'
+import { createSqliteCredentialStore } from '../auth/sqlite-sessions'
+import type { Config } from '../config'
+import {
+  DatabaseLostError,
+  DatabaseOpenError,
+  fileIdentityGuard,
+  openDatabase,
+  openReader,
+  type Store,
+} from '../db/client'
+import { runMigrations } from '../db/migrate'
+import type { Transaction } from '../db/unit'
+import { WriteQueue } from '../db/write-queue'
+import { createSqliteIdempotencyStore } from '../idempotency/sqlite-store'
+import type { Logger } from '../log'
+import { createSqliteUploadRecords } from '../uploads/sqlite-records'
+import { createSqliteUserStore } from '../users/sqlite-store'
+import { createSqliteWebhookInbox } from '../webhooks/sqlite-inbox'
+import type { Backend, UnitStores } from './backend'
+
+/**
+ * The embedded database: `roster.db` in the data directory, migrated, with one writer and the
+ * group commit (each write in its savepoint, no answer before its commit). `onCommit` hears of
+ * every commit (metrics, the disk watch).
+ */
+export function openSqliteBackend(
+  config: Config,
+  options: {
+    now: () => Date
+    clock: () => number
+    log: Logger
+    onCommit: (writes: number) => void
+  },
+): Backend {
+  const { now, clock, log } = options
+  const dbPath = join(config.dataDir, 'roster.db')
+  const db = openDatabase(dbPath, { sync: config.sync })
+  try {
+    runMigrations(db.$client)
+  } catch (error) {
+    db.$client.close()
+    if (error instanceof DatabaseOpenError) throw error
+    throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
+  }
+  const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
+  const writes = new WriteQueue(db.$client, {
+    onCommit: options.onCommit,
+    beforeCommit: databaseFile.check,
+    onDeferredError: (error) => {
+      // Said once already, when it was noticed.
+      if (error instanceof DatabaseLostError) return
+      log.warn('a deferred write failed', { error: (error as Error).message })
+    },
+  })
+  const store: Store = { db, reader: openReader(dbPath), writes }
+  // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
+  const ping = db.$client.query('SELECT count(*) FROM __drizzle_migrations')
+  const idempotency = createSqliteIdempotencyStore(store, clock)
+  const credentials = createSqliteCredentialStore(store, clock)
+  const users = createSqliteUserStore(store, now, {
+    onPasswordChange: credentials.revokeAllForUserInWrite,
+  })
+  const uploadRecords = createSqliteUploadRecords(store, now)
+  const inbox = createSqliteWebhookInbox(store, now)
+  const unitStores: UnitStores = {
+    users: users.inUnit,
+    idempotency: idempotency.inUnit,
+    inbox: inbox.inUnit,
+  }
+  const transaction: Transaction<UnitStores> = (work) => writes.runUnit(() => work(unitStores))
+  return {
+    description: `SQLite ${dbPath}`,
+    shared: false,
+    users,
+    idempotency,
+    credentials,
+    apiKeys: createSqliteApiKeyStore(store, now),
+    // One process per file: failed sign-ins live in memory.
+    loginFailures: new MemoryLoginFailures(),
+    uploadRecords,
+    inbox,
+    transaction,
+    sqlite: { db, store, dbPath, databaseFile },
+    postgres: null,
+    checkDatabase() {
+      ping.get()
+      databaseFile.check()
+    },
+    knownFiles: async (fileIds) => new Set(fileIds.filter(uploadRecords.isKnownFile)),
+    connectionsInUse: () => null,
+    async close() {
+      writes.flush()
+      store.reader.close()
+      db.$client.close()
+    },
+  }
+}
