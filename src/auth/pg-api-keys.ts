@@ -43,7 +43,7 @@ export function createPgApiKeyStore(pool: SQL, now: () => Date): ApiKeyStore {
     async revoke(id: number): Promise<boolean> {
       const rows = await pool`
         UPDATE api_keys SET revoked_at = ${now().toISOString()}
-        WHERE id = ${id} AND revoked_at IS NULL RETURNING 1`
+        WHERE id = ${id}::int8 AND revoked_at IS NULL RETURNING 1`
       return rows.length > 0
     },
 

@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { lookupText } from '../db/postgres/text'
 import { LOGIN_WINDOW_MS, type LoginFailureLog, MAX_FAILURES_PER_IP } from './limiter'
 
 /**
@@ -14,21 +15,23 @@ export class PgLoginFailures implements LoginFailureLog {
       SELECT subject, at FROM (
         SELECT subject, at::float8 AS at,
                row_number() OVER (PARTITION BY subject ORDER BY at DESC) AS newest
-        FROM login_failures WHERE subject = ANY(${keys}::text[]) AND at > ${since}
+        FROM login_failures WHERE subject = ANY(${keys.map(lookupText)}::text[]) AND at > ${since}
       ) recent WHERE newest <= ${MAX_FAILURES_PER_IP} ORDER BY at`
-    return keys.map((key) => rows.filter((row) => row.subject === key).map((row) => row.at))
+    return keys.map((key) =>
+      rows.filter((row) => row.subject === lookupText(key)).map((row) => row.at),
+    )
   }
 
   async record(keys: readonly string[], at: number): Promise<void> {
     await this.pool.begin(async (tx) => {
       for (const key of keys) {
-        await tx`INSERT INTO login_failures (subject, at) VALUES (${key}, ${at})`
+        await tx`INSERT INTO login_failures (subject, at) VALUES (${lookupText(key)}, ${at})`
       }
       await tx`DELETE FROM login_failures WHERE at <= ${at - LOGIN_WINDOW_MS}`
     })
   }
 
   async clear(key: string): Promise<void> {
-    await this.pool`DELETE FROM login_failures WHERE subject = ${key}`
+    await this.pool`DELETE FROM login_failures WHERE subject = ${lookupText(key)}`
   }
 }

@@ -1,5 +1,6 @@
 import { fieldDetail } from '../errors/details'
 import { type ErrorDetail, validationFailed } from '../errors/errors'
+import { hasControlCharacter } from './control-characters'
 
 const DIGITS = /^[0-9]+$/
 
@@ -27,6 +28,11 @@ export class QueryReader {
       return undefined
     }
     const value = values[0] as string
+    // No parameter has a use for them, and one database cannot even compare U+0000.
+    if (hasControlCharacter(value)) {
+      this.problems.push(fieldDetail(name, 'must not contain control characters', value))
+      return undefined
+    }
     if (options.maxLength !== undefined && value.length > options.maxLength) {
       this.problems.push(
         fieldDetail(name, `must be at most ${options.maxLength} characters`, value),

@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { lookupText } from '../db/postgres/text'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
 import {
@@ -22,6 +23,9 @@ export type Queries = SQL
 const UNIQUE_VIOLATION = '23505'
 const EXPORT_BATCH = 1000
 
+// Ids are `integer` columns; a client's id (up to 2^53-1) is compared as int8, so one beyond
+// 2^31-1 finds nothing instead of failing the statement.
+
 /**
  * The users' writes on PostgreSQL, over `q`: the pool (each write its own transaction) or a
  * unit of work's transaction. Several instances write at once, so If-Match is a
@@ -37,7 +41,7 @@ export function createPgUserWrites(
 ): UserWrites {
   async function lockGuarded(tx: Queries, id: number, guard: WriteGuard): Promise<UserRecord> {
     const [current] = await tx<UserRecord[]>`
-      SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id} FOR UPDATE`
+      SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8 FOR UPDATE`
     return checkGuard(current, guard)
   }
 
@@ -69,7 +73,7 @@ export function createPgUserWrites(
               password_hash = coalesce(${changes.passwordHash ?? null}::text, password_hash),
               version = version + 1,
               updated_at = ${now().toISOString()}
-            WHERE id = ${id}
+            WHERE id = ${id}::int8
             RETURNING id, name, email, created_at, updated_at, version`,
         )
         if (changes.passwordHash !== undefined) {
@@ -84,7 +88,7 @@ export function createPgUserWrites(
     remove(id: number, guard: WriteGuard): Promise<void> {
       return inTransaction(async (tx) => {
         await lockGuarded(tx, id, guard)
-        await tx`DELETE FROM users WHERE id = ${id}`
+        await tx`DELETE FROM users WHERE id = ${id}::int8`
       })
     },
 
@@ -112,7 +116,7 @@ export function createPgUserStore(
 
     async get(id) {
       const [row] = await pool<UserRecord[]>`
-        SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}`
+        SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8`
       return row ?? null
     },
 
@@ -149,14 +153,14 @@ export function createPgUserStore(
 
     async byEmail(email) {
       const [row] = await pool<{ id: number; password_hash: string | null }[]>`
-        SELECT id, password_hash FROM users WHERE email_key = ${emailKey(email)}`
+        SELECT id, password_hash FROM users WHERE email_key = ${lookupText(emailKey(email))}`
       return row === undefined ? null : { id: row.id, passwordHash: row.password_hash }
     },
 
     async withPasswordHash(userId) {
       const [row] = await pool<(UserRecord & { password_hash: string | null })[]>`
         SELECT id, name, email, created_at, updated_at, version, password_hash
-        FROM users WHERE id = ${userId}`
+        FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
       const { password_hash: passwordHash, ...user } = row
       return { user, passwordHash }
@@ -211,10 +215,11 @@ function searchUsers(pool: SQL, request: SearchRequest): Promise<SearchResult> {
   const conditions: string[] = []
   const params: (string | number)[] = []
   const bind = (value: string | number) => `$${params.push(value)}`
-  if (filters.email !== undefined) conditions.push(`email_key = ${bind(emailKey(filters.email))}`)
+  if (filters.email !== undefined)
+    conditions.push(`email_key = ${bind(lookupText(emailKey(filters.email)))}`)
   if (filters.q !== undefined) {
     // SQLite's LIKE folds ASCII letters only; ILIKE in the database's collation.
-    const pattern = bind(`%${filters.q.replace(/[\\%_]/g, '\\$&')}%`)
+    const pattern = bind(lookupText(`%${filters.q.replace(/[\\%_]/g, '\\$&')}%`))
     conditions.push(`(name ILIKE ${pattern} OR email ILIKE ${pattern})`)
   }
   const and = conditions.map((condition) => ` AND ${condition}`).join('')
@@ -244,8 +249,8 @@ function searchUsers(pool: SQL, request: SearchRequest): Promise<SearchResult> {
     const forward = cursor.direction === 'after'
     const rows = await all<User>(
       forward
-        ? `SELECT ${columns} FROM users WHERE id > ${next()}${and} ORDER BY id LIMIT ${limit + 1}`
-        : `SELECT ${columns} FROM users WHERE id < ${next()}${and} ORDER BY id DESC LIMIT ${limit + 1}`,
+        ? `SELECT ${columns} FROM users WHERE id > ${next()}::int8${and} ORDER BY id LIMIT ${limit + 1}`
+        : `SELECT ${columns} FROM users WHERE id < ${next()}::int8${and} ORDER BY id DESC LIMIT ${limit + 1}`,
       [cursor.id],
     )
     const more = rows.length > limit

@@ -3,6 +3,7 @@ import type { AuthPlugin } from '../auth/plugin'
 import type { Config } from '../config'
 import { fieldDetail } from '../errors/details'
 import { badRequest, conflict, notFound, validationFailed } from '../errors/errors'
+import { hasControlCharacter } from '../http/control-characters'
 import { MAX_JSON_BYTES, readBytes } from '../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
@@ -162,7 +163,9 @@ export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '
  * arrives as null, whatever the type says), or null when it cannot be one.
  */
 function eventIdFromPath(id: string | null): string | null {
-  return typeof id !== 'string' || id === '' || id.length > MAX_EVENT_ID ? null : id
+  return typeof id !== 'string' || id === '' || id.length > MAX_EVENT_ID || hasControlCharacter(id)
+    ? null
+    : id
 }
 
 /**
@@ -185,8 +188,19 @@ function parseEvent(raw: Uint8Array, verified: Verified) {
   ) as Record<string, unknown>
   if (event !== body) problems.push(fieldDetail('body', 'must be a JSON object', body))
   else {
-    if (typeof event.type !== 'string' || event.type === '' || event.type.length > 200) {
-      problems.push(fieldDetail('type', 'must be a string of 1–200 characters', event.type))
+    if (
+      typeof event.type !== 'string' ||
+      event.type === '' ||
+      event.type.length > 200 ||
+      hasControlCharacter(event.type)
+    ) {
+      problems.push(
+        fieldDetail(
+          'type',
+          'must be a string of 1–200 characters, none a control character',
+          event.type,
+        ),
+      )
     }
     const data = event.data as Record<string, unknown> | undefined
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -207,9 +221,18 @@ function parseEvent(raw: Uint8Array, verified: Verified) {
   if (verified.scheme === 'standard') eventId = verified.headerEventId
   else if (verified.scheme === 'stripe') eventId = bodyId
   else eventId = verified.headerEventId ?? bodyId ?? bodySha256
-  if (eventId === null || eventId === '' || eventId.length > MAX_EVENT_ID) {
+  if (
+    eventId === null ||
+    eventId === '' ||
+    eventId.length > MAX_EVENT_ID ||
+    hasControlCharacter(eventId)
+  ) {
     problems.push(
-      fieldDetail('id', 'must be the event id (a string of 1–255 characters)', event.id),
+      fieldDetail(
+        'id',
+        'must be the event id (a string of 1–255 characters, none a control character)',
+        event.id,
+      ),
     )
   }
   if (problems.length > 0) throw validationFailed(problems)

@@ -100,15 +100,23 @@ describe('GET /users/{id}', () => {
     expectEnvelope(await t.call('PATCH', `/users/${id}`, { json: { name: 'x' } }), 404, 'NOT_FOUND')
   })
 
-  test('the largest safe id is looked up exactly, not rounded', async () => {
+  test('the largest id is looked up exactly, not rounded; beyond it is 404', async () => {
     await using t = await makeTestApp()
     await t.post('/users', ada)
+    // SQLite's ids run to 2^53-1 (the largest an id in a URL may be); PostgreSQL's to 2^31-1.
+    const largest = t.deps.postgres === null ? 9007199254740991 : 2147483647
     await dbQuery(
       t.deps,
-      "INSERT INTO users (id, name, email, email_key, created_at, updated_at) VALUES (9007199254740991, 'Max', 'max@example.com', 'max@example.com', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+      "INSERT INTO users (id, name, email, email_key, created_at, updated_at) VALUES (?, 'Max', 'max@example.com', 'max@example.com', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+      largest,
     )
-    expect((await t.get('/users/9007199254740991')).body.name).toBe('Max')
+    expect((await t.get(`/users/${largest}`)).body.name).toBe('Max')
     expectEnvelope(await t.get('/users/9007199254740993'), 404, 'NOT_FOUND')
+    if (largest !== 9007199254740991) {
+      expectEnvelope(await t.get('/users/9007199254740991'), 404, 'NOT_FOUND')
+      const put = await t.call('PUT', '/users/9007199254740991', { json: ada })
+      expectEnvelope(put, 404, 'NOT_FOUND')
+    }
   })
 })
 
