@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { expectEnvelope, makeTestApp, sqliteOf } from '../helpers/app'
+import { dropDatabase } from '../helpers/postgres'
 
 describe('GET /health', () => {
   test('200 with version, uptime and checks', async () => {
@@ -35,9 +36,10 @@ describe('GET /health', () => {
     })
   })
 
-  test('503 unavailable when the database file is deleted under it', async () => {
+  test('503 unavailable when the database goes away under it (file deleted, database dropped)', async () => {
     await using t = await makeTestApp()
-    rmSync(sqliteOf(t.deps).dbPath)
+    if (t.config.databaseUrl === null) rmSync(sqliteOf(t.deps).dbPath)
+    else await dropDatabase(t.config.databaseUrl)
     const reply = await t.get('/v2/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
     expect(reply.body).toMatchObject({

@@ -44,3 +44,12 @@ export async function freshDatabase(): Promise<{ url: string } & AsyncDisposable
     },
   }
 }
+
+/** Drops a test database at once, connections and all (what an operator's mistake would do). */
+export async function dropDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1)
+  const { url: serverUrl } = await testPostgres()
+  const admin = new SQL(serverUrl, { max: 1 })
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  await admin.close()
+}

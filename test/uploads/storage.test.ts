@@ -6,7 +6,7 @@ import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
 import { LocalDiskStore } from '../../src/storage/local-disk'
-import { makeTestApp, tempDir } from '../helpers/app'
+import { makeTestApp, tempDir, testData } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { cutShort } from '../helpers/wire'
 
@@ -89,8 +89,9 @@ describe('a full disk', () => {
 
 describe('after a crash', () => {
   test('the start-up sweep deletes unfinished and unregistered files, and keeps registered ones', async () => {
-    using dir = tempDir()
-    const config = testConfig({ dataDir: dir.path })
+    await using data = await testData()
+    const { config } = data
+    const _dir = { path: data.dataDir }
     const first = await makeDeps(config, memoryLogger())
     const { createApp } = await import('../../src/app')
     const reply = await createApp(first).handle(
@@ -141,8 +142,8 @@ describe('a client that disconnects mid-upload', () => {
   }
 
   test('leaves no file and no row (multipart and raw, with and without Content-Length)', async () => {
-    using dir = tempDir()
-    const server = await startServer(testConfig({ dataDir: dir.path }), memoryLogger())
+    await using data = await testData()
+    const server = await startServer(data.config, memoryLogger())
     try {
       const body = multipartBody([
         { name: 'file', filename: 'a.bin', data: randomBytes(2 * 1024 * 1024) },

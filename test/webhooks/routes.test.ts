@@ -1,9 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { testConfig } from '../../src/config'
 import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { ManualClock } from '../../src/timers'
-import { expectEnvelope, makeTestApp, type TestApp, tempDir } from '../helpers/app'
+import { expectEnvelope, makeTestApp, type TestApp, testData } from '../helpers/app'
 import { apiKey } from '../helpers/auth'
 import {
   ALL_SECRETS,
@@ -528,8 +527,8 @@ describe('GET /webhooks/events', () => {
 
 describe('a restart', () => {
   test('picks up events left pending or failed by a crash, and handles them once', async () => {
-    using dir = tempDir()
-    const config = testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS })
+    await using data = await testData({ webhookSecrets: ALL_SECRETS })
+    const { config } = data
     const first = await makeDeps(config, memoryLogger())
     // Stored but never handled: the process died right after answering.
     await first.webhooks.inbox.record({
@@ -550,8 +549,8 @@ describe('a restart', () => {
     const second = await makeDeps(config, memoryLogger())
     second.webhooks.worker.start()
     await second.webhooks.worker.settled()
-    expect(second.users.byEmail('a@example.com')).not.toBeNull()
-    expect(second.users.byEmail('b@example.com')).not.toBeNull()
+    expect(await second.users.byEmail('a@example.com')).not.toBeNull()
+    expect(await second.users.byEmail('b@example.com')).not.toBeNull()
     expect(
       (await second.webhooks.inbox.list({ limit: 10, offset: 0 })).data.map((e) => e.status),
     ).toEqual(['processed', 'processed'])
@@ -563,11 +562,8 @@ describe('a restart', () => {
 describe('shutdown', () => {
   test('stop() lets the handler in flight finish before the database closes', async () => {
     const { startServer } = await import('../../src/server')
-    using dir = tempDir()
-    const server = await startServer(
-      testConfig({ dataDir: dir.path, webhookSecrets: ALL_SECRETS }),
-      memoryLogger(),
-    )
+    await using data = await testData({ webhookSecrets: ALL_SECRETS })
+    const server = await startServer(data.config, memoryLogger())
     let finished = false
     server.deps.webhooks.worker.handlers.set('slow.job', async () => {
       await Bun.sleep(300)
@@ -584,7 +580,7 @@ describe('shutdown', () => {
     await Bun.sleep(20)
     await server.stop()
     expect(finished).toBe(true)
-    const reopened = await makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
+    const reopened = await makeDeps(data.config, memoryLogger())
     expect((await reopened.webhooks.inbox.list({ limit: 1, offset: 0 })).data[0]?.status).toBe(
       'processed',
     )

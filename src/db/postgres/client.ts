@@ -36,7 +36,8 @@ export function openPostgres(url: string, options: PostgresOptions): PgDb {
 export async function connectPostgres(db: PgDb, url: string): Promise<string> {
   try {
     const [row] = await db.$client`SHOW server_version`
-    return String((row as { server_version: string }).server_version)
+    // "15.18 (Debian 15.18-0+deb12u1)": the number is what an operator needs.
+    return String((row as { server_version: string }).server_version).split(' ')[0] as string
   } catch (error) {
     throw new DatabaseOpenError(
       `cannot connect to PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`,

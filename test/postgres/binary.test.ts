@@ -1,0 +1,124 @@
+import { describe, expect, test } from 'bun:test'
+import { tempDir } from '../helpers/app'
+import { requireBinary, runBinary, startBinary } from '../helpers/binary'
+import { freshDatabase } from '../helpers/postgres'
+
+// The compiled binary on PostgreSQL, as an operator runs it: --database-url on every command.
+
+/** The URL with a password in it (the test server trusts loopback, so any password works). */
+function withPassword(url: string): string {
+  const parsed = new URL(url)
+  parsed.password = 'hunter2-secret'
+  return parsed.toString()
+}
+
+describe('roster (the compiled binary) on PostgreSQL', () => {
+  test('serve, keys, migrate and users commands share one database; the password never shows', async () => {
+    requireBinary()
+    await using database = await freshDatabase()
+    using dir = tempDir()
+    const url = withPassword(database.url)
+    const flags = ['--database-url', url, '--data-dir', dir.path]
+    const server = await startBinary(flags)
+    try {
+      const line = JSON.parse(server.stderr[0] as string)
+      expect(line.database).toMatch(
+        /^PostgreSQL \d+(\.\d+)* at postgres:\/\/.*:\*\*\*@127\.0\.0\.1:\d+\//,
+      )
+      expect(server.stderr.join('\n')).not.toContain('hunter2-secret')
+      const created = await fetch(`${server.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Ada', email: 'ada@example.com' }),
+      })
+      expect(created.status).toBe(201)
+      const key = await runBinary(['keys', 'create', '--name', 'ops', ...flags])
+      expect(key.code).toBe(0)
+      const data = await fetch(`${server.url}/data`, {
+        headers: { 'x-api-key': key.stdout.trim() },
+      })
+      expect(await data.json()).toMatchObject({ data: { users: 1 } })
+      const exported = await runBinary(['users', 'export', ...flags])
+      expect(exported.code).toBe(0)
+      expect(exported.stdout).toContain('ada@example.com')
+      const health = await (await fetch(`${server.url}/health`)).json()
+      expect(health.checks).toEqual({ database: 'ok', storage: 'ok', disk: 'ok' })
+    } finally {
+      await server.stop()
+    }
+    const migrated = await runBinary(['migrate', ...flags])
+    expect(migrated.code).toBe(0)
+    expect(migrated.stdout).toContain('is up to date')
+    expect(migrated.stdout + migrated.stderr).not.toContain('hunter2-secret')
+    const again = await startBinary(flags)
+    const user = await fetch(`${again.url}/users/1`)
+    expect((await user.json()).email).toBe('ada@example.com')
+    await again.stop()
+  })
+
+  test('backup on PostgreSQL says to use pg_dump: one line, exit 2', async () => {
+    requireBinary()
+    await using database = await freshDatabase()
+    using dir = tempDir()
+    const result = await runBinary(['backup', `${dir.path}/x.db`, '--database-url', database.url])
+    expect(result.code).toBe(2)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).toContain('pg_dump')
+  })
+
+  test('an unreachable database: one line, exit 1, no password, no stack', async () => {
+    requireBinary()
+    using dir = tempDir()
+    const result = await runBinary([
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      dir.path,
+      '--database-url',
+      'postgres://roster:hunter2-secret@127.0.0.1:1/roster',
+    ])
+    expect(result.code).toBe(1)
+    const lines = result.stderr.trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(
+      'cannot connect to PostgreSQL at postgres://roster:***@127.0.0.1:1/roster',
+    )
+    expect(result.stderr).not.toContain('hunter2-secret')
+    expect(result.stderr).not.toMatch(/\bat .*:\d+:\d+/)
+  })
+
+  test('a URL that is not postgres://: one line naming the flag, exit 2', async () => {
+    requireBinary()
+    for (const bad of ['mysql://u:p@host/db', 'not a url', 'postgres://']) {
+      const result = await runBinary(['serve', '--database-url', bad])
+      expect(result.code).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).toContain('--database-url')
+      expect(result.stderr).not.toContain(':p@')
+    }
+  })
+
+  test('two instances started together migrate once and serve the same users', async () => {
+    requireBinary()
+    await using database = await freshDatabase()
+    using a = tempDir()
+    using b = tempDir()
+    const [first, second] = await Promise.all([
+      startBinary(['--database-url', database.url, '--data-dir', a.path]),
+      startBinary(['--database-url', database.url, '--data-dir', b.path]),
+    ])
+    try {
+      const created = await fetch(`${first.url}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Grace', email: 'grace@example.com' }),
+      })
+      expect(created.status).toBe(201)
+      const { id } = (await created.json()) as { id: number }
+      expect((await (await fetch(`${second.url}/users/${id}`)).json()).name).toBe('Grace')
+    } finally {
+      await Promise.all([first.stop(), second.stop()])
+    }
+  })
+})
