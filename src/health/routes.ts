@@ -44,7 +44,11 @@ export function healthRoutes(
   prefix: '' | '/v1' | '/v2',
 ) {
   const { checks, version, clock, startedAt, publicUrl } = inputs
-  const answer = (results: CheckResults, request: Request, requestId: string) => {
+  const answer = (
+    results: CheckResults,
+    request: Request,
+    set: { headers: Record<string, unknown> },
+  ) => {
     const { database, storage, disk, freeBytes } = results
     const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
     const body = {
@@ -61,6 +65,7 @@ export function healthRoutes(
         name === 'disk' ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
       )
     const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
+    const requestId = String(set.headers['x-request-id'])
     const docsBase = publicBaseUrl(request, publicUrl)
     return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
   }
@@ -68,10 +73,8 @@ export function healthRoutes(
     '/health',
     ({ request, set }) => {
       const results = checks()
-      const requestId = String(set.headers['x-request-id'])
-      return results instanceof Promise
-        ? results.then((done) => answer(done, request, requestId))
-        : answer(results, request, requestId)
+      if (results instanceof Promise) return results.then((done) => answer(done, request, set))
+      return answer(results, request, set)
     },
     {
       detail: {
