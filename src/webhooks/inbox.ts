@@ -71,3 +71,24 @@ export interface WebhookInbox {
   /** Events waiting to be handled or retried. */
   waiting(): Promise<number>
 }
+
+/** A webhook_events row as both databases' claims read it. */
+export interface EventRow {
+  seq: number
+  event_id: string
+  scheme: WebhookScheme
+  type: string
+  payload: string
+  attempts: number
+}
+
+export function eventOfRow(row: EventRow): InboxEvent {
+  return {
+    seq: row.seq,
+    eventId: row.event_id,
+    scheme: row.scheme,
+    type: row.type,
+    payload: row.payload,
+    attempts: row.attempts,
+  }
+}

@@ -1,25 +1,16 @@
 import type { SQL } from 'bun'
 import type { PageRequest } from '../db/page'
 import { countOf, pageOf, type WithTotal } from '../db/postgres/page'
-import type {
-  EventStatus,
-  EventView,
-  InboxEvent,
-  InboxOutcomes,
-  ReceivedEvent,
-  WebhookInbox,
+import {
+  type EventRow,
+  type EventStatus,
+  type EventView,
+  eventOfRow,
+  type InboxEvent,
+  type InboxOutcomes,
+  type ReceivedEvent,
+  type WebhookInbox,
 } from './inbox'
-import type { WebhookScheme } from './signature'
-
-interface EventRow {
-  seq: number
-  event_id: string
-  scheme: WebhookScheme
-  type: string
-  payload: string
-  attempts: number
-  due: number
-}
 
 /** The PostgreSQL inbox, and its outcome writes inside a unit's transaction. */
 export interface PgWebhookInbox extends WebhookInbox {
@@ -73,7 +64,7 @@ export function createPgWebhookInbox(
 
     async claimDue(limit: number): Promise<InboxEvent[]> {
       const at = now().getTime()
-      const rows = await pool<EventRow[]>`
+      const rows = await pool<(EventRow & { due: number })[]>`
         UPDATE webhook_events e SET lease_until = ${at + leaseMs}
         FROM (
           SELECT seq FROM webhook_events
@@ -86,14 +77,7 @@ export function createPgWebhookInbox(
                   e.next_attempt_at::float8 AS due`
       // Earliest due first, as the claim chose them (UPDATE … RETURNING keeps no order).
       rows.sort((a, b) => a.due - b.due || a.seq - b.seq)
-      return rows.map((row) => ({
-        seq: row.seq,
-        eventId: row.event_id,
-        scheme: row.scheme,
-        type: row.type,
-        payload: row.payload,
-        attempts: row.attempts,
-      }))
+      return rows.map(eventOfRow)
     },
 
     async release(seqs: readonly number[]): Promise<void> {

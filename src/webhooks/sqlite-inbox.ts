@@ -1,24 +1,15 @@
 import type { Store } from '../db/client'
 import type { PageRequest } from '../db/page'
 import { settle } from '../db/settle'
-import type {
-  EventStatus,
-  EventView,
-  InboxEvent,
-  InboxOutcomes,
-  ReceivedEvent,
-  WebhookInbox,
+import {
+  type EventRow,
+  type EventStatus,
+  type EventView,
+  eventOfRow,
+  type InboxOutcomes,
+  type ReceivedEvent,
+  type WebhookInbox,
 } from './inbox'
-import type { WebhookScheme } from './signature'
-
-interface EventRow {
-  seq: number
-  event_id: string
-  scheme: WebhookScheme
-  type: string
-  payload: string
-  attempts: number
-}
 
 /** The SQLite inbox, and its outcome writes as a unit of work sees them. */
 export interface SqliteWebhookInbox extends WebhookInbox {
@@ -117,19 +108,7 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
       return changes > 0
     },
 
-    claimDue: (limit) =>
-      settle(() =>
-        dueBatch.all(now().getTime(), limit).map(
-          (row): InboxEvent => ({
-            seq: row.seq,
-            eventId: row.event_id,
-            scheme: row.scheme,
-            type: row.type,
-            payload: row.payload,
-            attempts: row.attempts,
-          }),
-        ),
-      ),
+    claimDue: (limit) => settle(() => dueBatch.all(now().getTime(), limit).map(eventOfRow)),
 
     // A claim on SQLite is a read: there is nothing to give back.
     release: () => Promise.resolve(),
