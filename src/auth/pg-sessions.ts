@@ -23,17 +23,14 @@ type Found = SignedInUser & { expires_at: number }
  */
 export function createPgCredentialStore(pool: SQL, now: () => number): CredentialStore {
   // The credential and its user in one round trip; bigint columns come back as float8 numbers.
+  // `table` is one of two literals, never client input.
   const find = async (table: 'sessions' | 'access_tokens', id: string) => {
-    const [row] =
-      table === 'sessions'
-        ? await pool<Found[]>`
-            SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version,
-                   c.expires_at::float8 AS expires_at
-            FROM sessions c JOIN users u ON u.id = c.user_id WHERE c.id = ${id}`
-        : await pool<Found[]>`
-            SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version,
-                   c.expires_at::float8 AS expires_at
-            FROM access_tokens c JOIN users u ON u.id = c.user_id WHERE c.id = ${id}`
+    const [row] = await pool.unsafe<Found[]>(
+      `SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version,
+              c.expires_at::float8 AS expires_at
+       FROM ${table} c JOIN users u ON u.id = c.user_id WHERE c.id = $1`,
+      [id],
+    )
     return row ?? null
   }
 

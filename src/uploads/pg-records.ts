@@ -1,5 +1,5 @@
 import type { SQL } from 'bun'
-import { pageOf, type WithTotal } from '../db/postgres/page'
+import { countOf, pageOf, type WithTotal } from '../db/postgres/page'
 import {
   type FileRow,
   fileOfRow,
@@ -91,10 +91,7 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
       })
     },
 
-    async count(): Promise<number> {
-      const [row] = await pool<{ n: number }[]>`SELECT count(*)::int AS n FROM uploads`
-      return row?.n ?? 0
-    },
+    count: () => countOf(pool`SELECT count(*)::int AS n FROM uploads`),
 
     async list(page) {
       // One snapshot for the page and its files.

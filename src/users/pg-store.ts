@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { countOf } from '../db/postgres/page'
 import { lookupText } from '../db/postgres/text'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
@@ -146,10 +147,7 @@ export function createPgUserStore(
       return searchUsers(pool, request)
     },
 
-    async count() {
-      const [row] = await pool<{ n: number }[]>`SELECT count(*)::int AS n FROM users`
-      return row?.n ?? 0
-    },
+    count: () => countOf(pool`SELECT count(*)::int AS n FROM users`),
 
     async byEmail(email) {
       const [row] = await pool<{ id: number; password_hash: string | null }[]>`

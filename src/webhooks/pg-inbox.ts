@@ -109,22 +109,22 @@ export function createPgWebhookInbox(
     },
 
     async list(request: PageRequest, status?: EventStatus) {
-      const { limit, offset } = request
-      return status === undefined
-        ? pageOf(
-            await pool<WithTotal<EventView>[]>`
-              SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at,
-                     (count(*) OVER ())::int AS total
-              FROM webhook_events ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`,
-            () => pool`SELECT count(*)::int AS n FROM webhook_events`,
-          )
-        : pageOf(
-            await pool<WithTotal<EventView>[]>`
-              SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at,
-                     (count(*) OVER ())::int AS total FROM webhook_events
-              WHERE status = ${status} ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`,
-            () => pool`SELECT count(*)::int AS n FROM webhook_events WHERE status = ${status}`,
-          )
+      const filtered = status !== undefined
+      const filter = filtered ? [status] : []
+      return pageOf(
+        await pool.unsafe<WithTotal<EventView>[]>(
+          `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at,
+                  (count(*) OVER ())::int AS total
+           FROM webhook_events ${filtered ? 'WHERE status = $3' : ''}
+           ORDER BY seq DESC LIMIT $1 OFFSET $2`,
+          [request.limit, request.offset, ...filter],
+        ),
+        () =>
+          pool.unsafe(
+            `SELECT count(*)::int AS n FROM webhook_events ${filtered ? 'WHERE status = $1' : ''}`,
+            filter,
+          ),
+      )
     },
 
     count: () => countOf(pool`SELECT count(*)::int AS n FROM webhook_events`),
