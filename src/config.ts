@@ -22,6 +22,8 @@ export interface Config {
   readonly databaseUrl: string | null
   /** Named prepared statements on PostgreSQL (off behind transaction-mode poolers). */
   readonly databasePrepare: boolean
+  /** `s3://BUCKET[/PREFIX]`: uploads in an S3-compatible bucket; null: DATA_DIR/uploads. */
+  readonly storage: { readonly bucket: string; readonly prefix: string } | null
   readonly publicUrl: string | null
   readonly logFile: string | null
   readonly sync: 'full' | 'normal'
@@ -106,6 +108,15 @@ export const SERVE_OPTIONS = [
     defaultText: 'on',
     help: 'on or off: PostgreSQL prepared statements (off behind a transaction-mode pooler such as PgBouncer or Supavisor)',
     parse: (text, source) => oneOf(text, source, ['on', 'off'] as const) === 'on',
+  }),
+  option({
+    key: 'storage',
+    fallback: () => null,
+    flag: 'storage',
+    env: ['ROSTER_STORAGE'],
+    defaultText: '(DATA_DIR/uploads)',
+    help: 's3://BUCKET[/PREFIX]: keep uploads in an S3-compatible bucket (endpoint, region and credentials from S3_* or AWS_* variables)',
+    parse: parseStorage,
   }),
   option({
     key: 'publicUrl',
@@ -233,6 +244,17 @@ function parseDatabaseUrl(text: string, source: string): string {
     )
   }
   return text
+}
+
+/** `s3://BUCKET[/PREFIX]`, with S3's bucket naming rules and a prefix without empty segments. */
+function parseStorage(text: string, source: string): Config['storage'] {
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(text)
+  const prefix = (match?.[2] ?? '').replace(/\/+$/, '')
+  const segmentsOk = prefix === '' || prefix.split('/').every((part) => /^[\w.!*'()-]+$/.test(part))
+  if (match?.[1] === undefined || !segmentsOk) {
+    throw new ConfigError(`invalid value for ${source}: expected s3://BUCKET or s3://BUCKET/PREFIX`)
+  }
+  return { bucket: match[1], prefix }
 }
 
 export type OptionKey = (typeof SERVE_OPTIONS)[number]['key']

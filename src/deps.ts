@@ -9,6 +9,7 @@ import type { CredentialStore } from './auth/sessions'
 import type { Backend, SqliteParts, UnitStores } from './backends/backend'
 import { openPostgresBackend } from './backends/postgres'
 import { openSqliteBackend } from './backends/sqlite'
+import { openFileStore } from './backends/storage'
 import { VERSION } from './build-info'
 import type { Config } from './config'
 import type { Transaction } from './db/unit'
@@ -18,7 +19,6 @@ import type { Logger } from './log'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
 import type { FileStore } from './storage/file-store'
-import { LocalDiskStore } from './storage/local-disk'
 import { systemTimers, type Timers } from './timers'
 import { createUploadService, type UploadService } from './uploads/service'
 import type { UserStore } from './users/store'
@@ -85,7 +85,12 @@ export async function makeDeps(
   config: Config,
   log: Logger,
   now: () => Date = systemNow,
-  options: { sweepUploads?: boolean; timers?: Timers } = {},
+  options: {
+    sweepUploads?: boolean
+    timers?: Timers
+    /** Where S3 settings are read (the process environment unless given). */
+    env?: Record<string, string | undefined>
+  } = {},
 ): Promise<Deps> {
   const uploadDir = join(config.dataDir, 'uploads')
   prepareDirectory(config.dataDir)
@@ -103,7 +108,12 @@ export async function makeDeps(
       disk.wrote()
     },
   })
-  const fileStore = new LocalDiskStore(uploadDir)
+  const fileStore = await openFileStore(config, uploadDir, backend, clock, options.env).catch(
+    async (error: unknown) => {
+      await backend.close()
+      throw error
+    },
+  )
   const uploads = createUploadService(backend.uploadRecords, fileStore)
   const { users, inbox, transaction } = backend
   const timers = options.timers ?? { ...systemTimers, now: clock }

@@ -1,3 +1,4 @@
+import { StorageOpenError } from './backends/storage'
 import { versionLine } from './build-info'
 import * as backup from './cli/backup'
 import * as keys from './cli/keys'
@@ -48,6 +49,7 @@ const EXPECTED = [
   DataDirError,
   DatabaseOpenError,
   ServerStartError,
+  StorageOpenError,
   BackupError,
   ImportFileError,
 ]

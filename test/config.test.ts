@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       dataDir: resolve('data'),
       databaseUrl: null,
       databasePrepare: true,
+      storage: null,
       publicUrl: null,
       logFile: null,
       sync: 'full',

@@ -5,6 +5,7 @@ import type { CredentialStore } from '../auth/sessions'
 import type { Db, FileIdentityGuard, Store } from '../db/client'
 import type { Transaction } from '../db/unit'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
+import type { PendingObjects } from '../storage/s3'
 import type { UploadRecords } from '../uploads/records'
 import type { UserStore, UserWrites } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
@@ -42,6 +43,8 @@ export interface Backend {
   readonly loginFailures: LoginFailureLog
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox
+  /** Objects being written to a bucket; null where object storage is not offered (SQLite). */
+  readonly pendingObjects: PendingObjects | null
   /** Runs a unit of work over every store's writes. */
   readonly transaction: Transaction<UnitStores>
   /** The embedded database's parts; null on PostgreSQL. */

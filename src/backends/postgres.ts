@@ -7,6 +7,7 @@ import { connectPostgres, openPostgres, redactUrl } from '../db/postgres/client'
 import { runPgMigrations } from '../db/postgres/migrate'
 import type { Transaction } from '../db/unit'
 import { createPgIdempotencyStore } from '../idempotency/pg-store'
+import { createPgPendingObjects } from '../storage/pg-pending-objects'
 import { createPgUploadRecords } from '../uploads/pg-records'
 import { createPgUserStore } from '../users/pg-store'
 import { createPgWebhookInbox } from '../webhooks/pg-inbox'
@@ -63,6 +64,7 @@ export async function openPostgresBackend(
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,
       inbox,
+      pendingObjects: createPgPendingObjects(pool),
       transaction,
       sqlite: null,
       postgres: pool,

@@ -82,6 +82,7 @@ export function openSqliteBackend(
     loginFailures: new MemoryLoginFailures(),
     uploadRecords,
     inbox,
+    pendingObjects: null,
     transaction,
     sqlite: { db, store, dbPath, databaseFile },
     postgres: null,

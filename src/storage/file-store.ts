@@ -39,19 +39,43 @@ export interface FileStore {
    * registers them, so it must not wait on anything but the store itself.
    */
   place(fileIds: readonly string[]): void
+  /**
+   * After the transaction that registered them committed: the store stops tracking the files
+   * as pending. Best effort: what it leaves, the sweep finds registered and keeps.
+   */
+  committed(fileIds: readonly string[]): Promise<void>
   /** Deletes files, pending or placed; missing ones are fine; best effort (see sweep). */
-  discard(fileIds: readonly string[]): void
-  /** A placed file's bytes. */
-  open(fileId: string): Blob
+  discard(fileIds: readonly string[]): Promise<void>
+  /**
+   * A placed file's bytes, whole or one range (inclusive offsets). Rejects with 503 when the
+   * store cannot be read, before any byte is answered.
+   */
+  read(fileId: string, range: ByteRange | null): Promise<Blob | ReadableStream<Uint8Array>>
   /** Whether a placed file is there (pending ones are not). */
   exists(fileId: string): Promise<boolean>
-  /** Throws when the store cannot take new files (for /health). */
-  check(): void
+  /** Throws (or rejects) when the store cannot take new files (for /health). */
+  check(): void | Promise<void>
   /**
    * After a crash: deletes every pending file, and every placed one `known` does not return
    * (placed, but its transaction did not commit). Resolves to how many went.
    */
   sweep(known: (fileIds: readonly string[]) => Promise<ReadonlySet<string>>): Promise<number>
+}
+
+/** Inclusive byte offsets, as in `Content-Range`. */
+export interface ByteRange {
+  start: number
+  end: number
+}
+
+/** The 503 a failing store answers: nothing of the request was kept, retry later. */
+export function storageUnavailable(what: string): AppError {
+  return new AppError(
+    'SERVICE_UNAVAILABLE',
+    `The upload storage is failing; ${what}. Retry later`,
+    [],
+    { 'retry-after': '5' },
+  )
 }
 
 /**
@@ -69,12 +93,7 @@ export function storageError(error: unknown): unknown {
     )
   }
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
-    return new AppError(
-      'SERVICE_UNAVAILABLE',
-      'The upload storage is failing; nothing from this upload was kept. Retry later',
-      [],
-      { 'retry-after': '5' },
-    )
+    return storageUnavailable('nothing from this upload was kept')
   }
   return error
 }

@@ -14,7 +14,13 @@ import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { newId } from '../db/random-id'
 import { payloadTooLarge } from '../errors/errors'
-import { type FileStore, type ReceivedFile, type ReceiveLimits, storageError } from './file-store'
+import {
+  type ByteRange,
+  type FileStore,
+  type ReceivedFile,
+  type ReceiveLimits,
+  storageError,
+} from './file-store'
 
 const INCOMING = '.incoming'
 
@@ -71,7 +77,12 @@ export class LocalDiskStore implements FileStore {
     }
   }
 
-  discard(fileIds: readonly string[]): void {
+  committed(): Promise<void> {
+    // A placed file is tracked by its name alone.
+    return Promise.resolve()
+  }
+
+  discard(fileIds: readonly string[]): Promise<void> {
     for (const id of fileIds) {
       for (const path of [join(this.incoming, id), join(this.dir, id)]) {
         try {
@@ -81,10 +92,12 @@ export class LocalDiskStore implements FileStore {
         }
       }
     }
+    return Promise.resolve()
   }
 
-  open(fileId: string): Blob {
-    return Bun.file(join(this.dir, fileId))
+  read(fileId: string, range: ByteRange | null): Promise<Blob> {
+    const file = Bun.file(join(this.dir, fileId))
+    return Promise.resolve(range === null ? file : file.slice(range.start, range.end + 1))
   }
 
   exists(fileId: string): Promise<boolean> {

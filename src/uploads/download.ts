@@ -1,19 +1,21 @@
 import { noneMatch } from '../http/conditional'
+import type { FileStore } from '../storage/file-store'
 import { contentDisposition, servedInline } from './names'
 import { chooseRange } from './ranges'
 import type { StoredFile } from './service'
 
 /**
- * The file (or one range of it) from the file store, as a Blob: `slice` serves a range from any
- * store. Every download is nosniff and sandboxed by
- * CSP; only passive types (servedInline) are inline, everything else is an attachment.
+ * The file (or one range of it) from the file store; the store is read only once the answer
+ * will carry bytes, so a failing store is a 503 before any header goes out. Every download is
+ * nosniff and sandboxed by CSP; only passive types (servedInline) are inline, everything else is
+ * an attachment.
  */
-export function fileResponse(
+export async function fileResponse(
   file: StoredFile,
-  body: Blob,
+  store: FileStore,
   request: Request,
   headOnly: boolean,
-): Response {
+): Promise<Response> {
   const etag = `"${file.sha256}"`
   const headers: Record<string, string> = {
     'content-type': file.contentType,
@@ -43,10 +45,8 @@ export function fileResponse(
     const length = range.end - range.start + 1
     headers['content-range'] = `bytes ${range.start}-${range.end}/${file.size}`
     headers['content-length'] = String(length)
-    return new Response(headOnly ? null : body.slice(range.start, range.end + 1), {
-      status: 206,
-      headers,
-    })
+    const part = headOnly ? null : await store.read(file.id, range)
+    return new Response(part, { status: 206, headers })
   }
   headers['content-length'] = String(file.size)
   if (headOnly) return new Response(null, { status: 200, headers })
@@ -54,6 +54,10 @@ export function fileResponse(
   // RFC 9110 does not, such as `bytes = 0-5`). A range roster declined is declined: the file
   // then goes out as a plain stream, which Bun leaves alone. Without a Range header it goes
   // out as the file (sendfile).
-  const whole = rangeHeader === null ? body : body.stream().pipeThrough(new TransformStream())
+  const body = await store.read(file.id, null)
+  const whole =
+    rangeHeader === null || !(body instanceof Blob)
+      ? body
+      : body.stream().pipeThrough(new TransformStream())
   return new Response(whole, { status: 200, headers })
 }

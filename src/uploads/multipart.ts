@@ -142,12 +142,12 @@ export async function receiveMultipart(
   } catch (error) {
     source.destroy()
     await Promise.allSettled(receiving)
-    storage.discard(files.map((file) => file.fileId))
+    await storage.discard(files.map((file) => file.fileId))
     throw failureOf(failure ?? error)
   }
   files.sort((a, b) => (a.position ?? 0) - (b.position ?? 0))
   if (problems.length > 0 || files.length === 0) {
-    storage.discard(files.map((file) => file.fileId))
+    await storage.discard(files.map((file) => file.fileId))
     if (files.length === 0 && problems.length === 0) {
       throw validationFailed([fieldDetail('file', 'is required: send at least one file part')])
     }

@@ -212,7 +212,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
     const file = ID_FORMAT.test(id) ? await uploads.file(id) : null
     if (file === null) throw notFound('No file with this id')
     requireReader({ isPublic: file.isPublic, owner: file.owner }, principalOf(set))
-    return fileResponse(file, fileStore.open(file.id), request, headOnly)
+    return await fileResponse(file, fileStore, request, headOnly)
   }
 }
 

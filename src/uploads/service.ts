@@ -25,7 +25,7 @@ export function createUploadService(records: UploadRecords, files: FileStore) {
       try {
         meta = uploadFields(incoming.fields)
       } catch (error) {
-        files.discard(incoming.files.map((file) => file.fileId))
+        await files.discard(incoming.files.map((file) => file.fileId))
         throw error
       }
       return await service.create({ id: newId('upl_'), ...meta, owner, files: incoming.files })
@@ -37,12 +37,15 @@ export function createUploadService(records: UploadRecords, files: FileStore) {
      */
     async create(upload: NewUpload): Promise<UploadRecord> {
       const ids = upload.files.map((file) => file.fileId)
+      let record: UploadRecord
       try {
-        return await records.insert(upload, () => files.place(ids))
+        record = await records.insert(upload, () => files.place(ids))
       } catch (error) {
-        files.discard(ids)
+        await files.discard(ids)
         throw error
       }
+      await files.committed(ids).catch(() => {})
+      return record
     },
 
     get: (id: string) => records.get(id),
@@ -57,7 +60,7 @@ export function createUploadService(records: UploadRecords, files: FileStore) {
     async remove(id: string): Promise<boolean> {
       const fileIds = await records.remove(id)
       if (fileIds === null) return false
-      files.discard(fileIds)
+      await files.discard(fileIds)
       return true
     },
   }

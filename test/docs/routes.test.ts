@@ -244,7 +244,7 @@ describe('the OpenAPI document matches the real answers', () => {
   })
 
   test('for /health when it fails (503)', async () => {
-    await using t = await makeTestApp()
+    await using t = await makeTestApp({ storage: null })
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { rmSync } = await import('node:fs')
     rmSync(t.deps.uploadDir, { recursive: true })

@@ -25,8 +25,9 @@ describe('GET /health', () => {
     expect(reply.text).toBe('')
   })
 
+  // The upload folder's failures (a bucket that stops answering: test/postgres/s3-outage.test.ts).
   test('503 unavailable when the upload directory is gone', async () => {
-    await using t = await makeTestApp()
+    await using t = await makeTestApp({ storage: null })
     rmSync(t.deps.uploadDir, { recursive: true })
     const reply = await t.get('/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
@@ -52,7 +53,7 @@ describe('GET /health', () => {
 describe('health check caching', () => {
   test('checks run at most once a second; a failure shows on the next run', async () => {
     let clock = Date.parse('2026-01-01T00:00:00Z')
-    await using t = await makeTestApp({}, () => new Date(clock))
+    await using t = await makeTestApp({ storage: null }, () => new Date(clock))
     expect((await t.get('/health')).status).toBe(200)
     rmSync(t.deps.uploadDir, { recursive: true })
     clock += 500

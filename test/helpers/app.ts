@@ -1,5 +1,5 @@
 import { expect } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/app'
@@ -9,6 +9,7 @@ import { type Deps, makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { ManualClock } from '../../src/timers'
 import { freshDatabase } from './postgres'
+import { freshStorage, objectsUnder } from './s3'
 
 export type TestApp = Awaited<ReturnType<typeof makeTestApp>>
 
@@ -19,8 +20,9 @@ export function tempDir(prefix = 'roster-test-') {
 }
 
 /**
- * The database tests run on: SQLite (the default, `npm test`) or PostgreSQL when
- * ROSTER_TEST_BACKEND=postgres (`npm run test:postgres`), each test on a fresh database.
+ * The database tests run on: SQLite with uploads on disk (the default, `npm test`), or
+ * PostgreSQL with uploads in S3 when ROSTER_TEST_BACKEND=postgres (`npm run test:postgres`),
+ * each test on a fresh database and a prefix of its own in the bucket.
  */
 export const TEST_BACKEND = process.env.ROSTER_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite'
 
@@ -31,14 +33,18 @@ export const TEST_BACKEND = process.env.ROSTER_TEST_BACKEND === 'postgres' ? 'po
 export async function testData(overrides: Partial<Config> = {}) {
   const dir = tempDir()
   const database = TEST_BACKEND === 'postgres' ? await freshDatabase() : null
+  const bucket = TEST_BACKEND === 'postgres' ? await freshStorage() : null
   const config = testConfig({
     dataDir: dir.path,
     databaseUrl: database?.url ?? null,
+    storage: bucket?.storage ?? null,
     ...overrides,
   })
   return {
     config,
     dataDir: dir.path,
+    /** The S3 variables when the test's uploads are in a bucket. */
+    env: { ...process.env, ...bucket?.env },
     async [Symbol.asyncDispose]() {
       dir[Symbol.dispose]()
       await database?.[Symbol.asyncDispose]()
@@ -62,8 +68,8 @@ export async function makeTestApp(
   try {
     deps =
       now instanceof ManualClock
-        ? await makeDeps(data.config, log, now.date, { timers: now })
-        : await makeDeps(data.config, log, now)
+        ? await makeDeps(data.config, log, now.date, { timers: now, env: data.env })
+        : await makeDeps(data.config, log, now, { env: data.env })
   } catch (error) {
     await data[Symbol.asyncDispose]()
     throw error
@@ -107,6 +113,31 @@ export async function dbQuery<T = Record<string, unknown>>(
   return sqliteOf(deps)
     .db.$client.query(text)
     .all(...(params as never[])) as T[]
+}
+
+/**
+ * The files a test's store holds, on either store: `placed` (readable under their ids) and
+ * `pending` (streaming in, or left by a failure: on disk in `.incoming`, in a bucket listed in
+ * `pending_objects`). Sorted. Throws when the upload folder's `.incoming` is gone.
+ */
+export async function storedFiles(deps: Deps): Promise<{ placed: string[]; pending: string[] }> {
+  const { storage } = deps.config
+  if (storage === null) {
+    return {
+      placed: readdirSync(deps.uploadDir)
+        .filter((name) => name !== '.incoming')
+        .sort(),
+      pending: readdirSync(join(deps.uploadDir, '.incoming')).sort(),
+    }
+  }
+  const pending = new Set(
+    (await dbQuery<{ id: string }>(deps, 'SELECT id FROM pending_objects')).map((row) => row.id),
+  )
+  const objects = await objectsUnder(storage.prefix)
+  return {
+    placed: objects.filter((id) => !pending.has(id)),
+    pending: [...pending].sort(),
+  }
 }
 
 /**

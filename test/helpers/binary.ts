@@ -13,7 +13,8 @@ export function requireBinary(): void {
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith('ROSTER_') && key !== 'PORT') env[key] = value
+    const readByRoster = /^(ROSTER_|S3_|AWS_)/.test(key) || key === 'PORT'
+    if (value !== undefined && !readByRoster) env[key] = value
   }
   return { ...env, ...extra }
 }
@@ -65,10 +66,13 @@ export async function startBinary(
     executable?: string[]
     /** How long to wait for the startup line (emulated binaries start slowly). */
     startTimeoutMs?: number
+    /** A fixed port (an instance restarted behind a balancer comes back where it was). */
+    port?: number
   } = {},
 ): Promise<RunningBinary> {
   const executable = options.executable ?? [BINARY]
-  const proc = Bun.spawn([...executable, 'serve', '--port', '0', ...args], {
+  const port = String(options.port ?? 0)
+  const proc = Bun.spawn([...executable, 'serve', '--port', port, ...args], {
     cwd: options.cwd,
     env: options.env ?? cleanEnv(),
     stdin: 'ignore',

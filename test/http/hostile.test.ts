@@ -4,10 +4,8 @@
 // in the database or the upload directory changed by a refused write, no polluted prototype.
 
 import { describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Deps } from '../../src/deps'
-import { dbQuery, makeTestApp, type TestApp } from '../helpers/app'
+import { dbQuery, makeTestApp, storedFiles, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD } from '../helpers/auth'
 import { multipartBody, multipartType } from '../helpers/multipart'
 import { DocumentChecker, type OpenApiDoc } from '../helpers/openapi'
@@ -336,8 +334,9 @@ async function fingerprint(deps: Deps): Promise<string> {
   return hasher.digest('hex')
 }
 
-function filesIn(dir: string): number {
-  return readdirSync(dir).length + readdirSync(join(dir, '.incoming')).length
+async function filesIn(deps: Deps): Promise<number> {
+  const files = await storedFiles(deps)
+  return files.placed.length + files.pending.length
 }
 
 const LEAKS =
@@ -374,7 +373,7 @@ describe('hostile input, generated', () => {
       const request = buildRequest(r, fx, routes)
       const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method)
       const before = isWrite ? await fingerprint(t.deps) : ''
-      const filesBefore = filesIn(t.deps.uploadDir)
+      const filesBefore = await filesIn(t.deps)
       const reply = await t.call(request.method, request.path, {
         headers: request.headers,
         body: request.body,
@@ -412,7 +411,7 @@ describe('hostile input, generated', () => {
       if (isWrite && reply.status >= 400) {
         if ((await fingerprint(t.deps)) !== before)
           problems.push('a refused write changed the database')
-        if (filesIn(t.deps.uploadDir) !== filesBefore) problems.push('a refused write left files')
+        if ((await filesIn(t.deps)) !== filesBefore) problems.push('a refused write left files')
       }
       if (problems.length > 0) {
         failures.push({

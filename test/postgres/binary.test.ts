@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'bun:test'
+import { readFileSync, truncateSync } from 'node:fs'
 import { tempDir } from '../helpers/app'
-import { requireBinary, runBinary, startBinary } from '../helpers/binary'
+import { cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
 import { freshDatabase } from '../helpers/postgres'
+import { freshStorage, objectsUnder } from '../helpers/s3'
 
 // The compiled binary on PostgreSQL, as an operator runs it: --database-url on every command.
 
@@ -119,6 +121,116 @@ describe('roster (the compiled binary) on PostgreSQL', () => {
       expect((await (await fetch(`${second.url}/users/${id}`)).json()).name).toBe('Grace')
     } finally {
       await Promise.all([first.stop(), second.stop()])
+    }
+  })
+})
+
+/** The peak resident set of a process (VmHWM), in MB. */
+const peakRssMb = (pid: number) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+
+/** Uploads a file of `size` zero bytes with curl streaming it from disk (as bench/uploads.ts). */
+async function curlUpload(url: string, size: number): Promise<{ status: number; body: string }> {
+  using dir = tempDir()
+  const path = `${dir.path}/big.bin`
+  await Bun.write(path, '')
+  truncateSync(path, size)
+  const proc = Bun.spawn(
+    [
+      'curl',
+      '-sS',
+      '-X',
+      'POST',
+      '-o',
+      '-',
+      '-w',
+      '\n%{http_code}',
+      '-H',
+      'content-type: application/octet-stream',
+      '-T',
+      path,
+      url,
+    ],
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  const out = await new Response(proc.stdout).text()
+  await proc.exited
+  const newline = out.lastIndexOf('\n')
+  return { status: Number(out.slice(newline + 1)), body: out.slice(0, newline) }
+}
+
+describe('roster (the compiled binary) with uploads in S3', () => {
+  test('the startup line names the bucket; a 1 GiB upload streams there (peak RSS under 120 MB) and back', async () => {
+    requireBinary()
+    await using database = await freshDatabase()
+    using dir = tempDir()
+    const { storage, env } = await freshStorage()
+    const target = `s3://${storage.bucket}/${storage.prefix}`
+    const server = await startBinary(
+      [
+        '--database-url',
+        database.url,
+        '--data-dir',
+        dir.path,
+        '--storage',
+        target,
+        '--max-file-size',
+        '1GiB',
+      ],
+      { env: cleanEnv(env) },
+    )
+    try {
+      const line = JSON.parse(server.stderr[0] as string)
+      expect(line.uploads).toBe(`${target} at ${env.S3_ENDPOINT}`)
+      expect(server.stderr.join('\n')).not.toContain(env.S3_SECRET_ACCESS_KEY as string)
+      const size = 1024 * 1024 * 1024
+      const upload = await curlUpload(`${server.url}/upload?filename=big.bin&public=true`, size)
+      expect(upload.status).toBe(201)
+      const file = (JSON.parse(upload.body) as { files: { id: string; size: number }[] }).files[0]
+      expect(file?.size).toBe(size)
+      expect(peakRssMb(server.proc.pid)).toBeLessThan(120)
+      expect(await objectsUnder(storage.prefix)).toEqual([file?.id as string])
+      const range = await fetch(`${server.url}/files/${file?.id}`, {
+        headers: { range: `bytes=${size - 4}-` },
+      })
+      expect(range.status).toBe(206)
+      expect(new Uint8Array(await range.arrayBuffer())).toEqual(new Uint8Array(4))
+      const health = await (await fetch(`${server.url}/health`)).json()
+      expect(health.checks).toEqual({ database: 'ok', storage: 'ok', disk: 'ok' })
+    } finally {
+      await server.stop()
+    }
+  }, 180_000)
+
+  test('missing credentials: one line, exit 1; --storage without PostgreSQL or malformed: exit 2', async () => {
+    requireBinary()
+    await using database = await freshDatabase()
+    using dir = tempDir()
+    const { storage, env } = await freshStorage()
+    const target = `s3://${storage.bucket}/${storage.prefix}`
+    const serve = (args: string[], extra: Record<string, string>) =>
+      runBinary(['serve', '--port', '0', '--data-dir', dir.path, ...args], { env: cleanEnv(extra) })
+    const noCredentials = await serve(['--database-url', database.url, '--storage', target], {
+      S3_ENDPOINT: env.S3_ENDPOINT as string,
+    })
+    expect(noCredentials.code).toBe(1)
+    expect(noCredentials.stderr.trim().split('\n')).toHaveLength(1)
+    expect(noCredentials.stderr).toContain('missing S3 credentials')
+    const unreachable = await serve(['--database-url', database.url, '--storage', target], {
+      ...env,
+      S3_ENDPOINT: 'http://127.0.0.1:1',
+    } as Record<string, string>)
+    expect(unreachable.code).toBe(1)
+    expect(unreachable.stderr.trim().split('\n')).toHaveLength(1)
+    expect(unreachable.stderr).toContain('is not usable')
+    expect(unreachable.stderr).not.toContain(env.S3_SECRET_ACCESS_KEY as string)
+    const onSqlite = await serve(['--storage', target], env)
+    expect(onSqlite.code).toBe(2)
+    expect(onSqlite.stderr).toContain('needs --database-url')
+    for (const bad of ['s3://', 'https://bucket', 's3://UPPER', 's3://ok-bucket//x']) {
+      const malformed = await serve(['--database-url', database.url, '--storage', bad], env)
+      expect(malformed.code).toBe(2)
+      expect(malformed.stderr).toContain('--storage')
     }
   })
 })

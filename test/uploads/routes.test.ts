@@ -1,7 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { existsSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
-import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
+import { dbQuery, expectEnvelope, makeTestApp, storedFiles, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../helpers/auth'
 import { multipartBody, multipartType, type Part, randomBytes, sha256 } from '../helpers/multipart'
 
@@ -29,13 +27,13 @@ const raw = (
 
 /** Files in the upload dir and rows in the tables: what must be empty after a refused upload. */
 async function stored(t: TestApp) {
-  const dir = t.deps.uploadDir
+  const files = await storedFiles(t.deps)
   const count = async (table: string) =>
     (await dbQuery<{ n: number }>(t.deps, `SELECT CAST(count(*) AS INTEGER) AS n FROM ${table}`))[0]
       ?.n
   return {
-    files: readdirSync(dir).filter((name) => name !== '.incoming').length,
-    incoming: readdirSync(join(dir, '.incoming')).length,
+    files: files.placed.length,
+    incoming: files.pending.length,
     uploadRows: await count('uploads'),
     fileRows: await count('files'),
   }
@@ -110,9 +108,7 @@ describe('POST /upload (multipart)', () => {
       const reply = await upload(t, [{ name: 'file', filename: name, data: 'x' }])
       expect(reply.status).toBe(201)
       expect(reply.body.files[0].filename).toBe(cleaned)
-      expect(readdirSync(t.deps.uploadDir).filter((f) => f !== '.incoming')).toEqual([
-        reply.body.files[0].id,
-      ])
+      expect((await storedFiles(t.deps)).placed).toEqual([reply.body.files[0].id])
     },
   )
 
@@ -503,7 +499,6 @@ describe('ownership and private uploads', () => {
       origin: 'https://evil.test',
     })
     expectEnvelope(reply, 403, 'FORBIDDEN')
-    expect(existsSync(join(t.deps.uploadDir, '.incoming'))).toBe(true)
     expect(await stored(t)).toEqual(NOTHING)
   })
 })
@@ -578,6 +573,6 @@ describe('file parts without a name', () => {
       ])
     }
     expect(await t.deps.uploads.count()).toBe(0)
-    expect(readdirSync(join(t.deps.uploadDir, '.incoming'))).toEqual([])
+    expect((await storedFiles(t.deps)).pending).toEqual([])
   })
 })

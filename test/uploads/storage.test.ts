@@ -6,7 +6,7 @@ import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
 import { LocalDiskStore } from '../../src/storage/local-disk'
-import { makeTestApp, tempDir, testData } from '../helpers/app'
+import { makeTestApp, storedFiles, tempDir, testData } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { cutShort } from '../helpers/wire'
 
@@ -89,7 +89,8 @@ describe('a full disk', () => {
 
 describe('after a crash', () => {
   test('the start-up sweep deletes unfinished and unregistered files, and keeps registered ones', async () => {
-    await using data = await testData()
+    // On disk (a bucket's sweep: test/postgres/s3-store.test.ts).
+    await using data = await testData({ storage: null })
     const { config } = data
     const _dir = { path: data.dataDir }
     const first = await makeDeps(config, memoryLogger())
@@ -163,7 +164,7 @@ describe('a client that disconnects mid-upload', () => {
         'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
         Buffer.concat([Buffer.from('80000\r\n'), randomBytes(0x80000), Buffer.from('\r\n')]),
       )
-      expect(leftovers(server.deps.uploadDir)).toEqual({ placed: [], incoming: [] })
+      expect(await storedFiles(server.deps)).toEqual({ placed: [], pending: [] })
       expect(await server.deps.uploads.count()).toBe(0)
       const health = await fetch(`${server.url}/health`)
       expect(health.status).toBe(200)
@@ -180,7 +181,9 @@ describe('the uploads directory', () => {
       body: 'x',
       headers: { 'content-type': 'application/octet-stream' },
     })
-    for (const name of readdirSync(t.deps.uploadDir))
-      expect(name).toMatch(/^(\.incoming|fil_[A-Za-z0-9_-]{22})$/)
+    const files = await storedFiles(t.deps)
+    expect(files.placed).toHaveLength(1)
+    for (const name of [...files.placed, ...files.pending])
+      expect(name).toMatch(/^fil_[A-Za-z0-9_-]{22}$/)
   })
 })

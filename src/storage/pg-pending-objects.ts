@@ -1,0 +1,21 @@
+import type { SQL } from 'bun'
+import type { PendingObjects } from './s3'
+
+/** The pending-object list in PostgreSQL's `pending_objects` table. */
+export function createPgPendingObjects(pool: SQL): PendingObjects {
+  return {
+    async add(fileId, startedAt) {
+      await pool`INSERT INTO pending_objects (id, started_at) VALUES (${fileId}, ${startedAt})`
+    },
+    async remove(fileIds) {
+      if (fileIds.length === 0) return
+      await pool`DELETE FROM pending_objects WHERE id = ANY(${fileIds}::text[])`
+    },
+    async startedBefore(cutoff, limit) {
+      const rows = await pool<{ id: string }[]>`
+        SELECT id FROM pending_objects WHERE started_at < ${cutoff}
+        ORDER BY started_at LIMIT ${limit}`
+      return rows.map((row) => row.id)
+    },
+  }
+}

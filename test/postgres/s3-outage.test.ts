@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { type S3Server, startS3 } from '../../scripts/s3-server'
+import { createApp } from '../../src/app'
+import { testConfig } from '../../src/config'
+import { makeDeps } from '../../src/deps'
+import { memoryLogger } from '../../src/log'
+import { expectEnvelope, send, tempDir } from '../helpers/app'
+import { freshDatabase } from '../helpers/postgres'
+
+/** Its own s3rver, which the tests stop and start again: the bucket goes away under roster. */
+let s3: S3Server
+beforeAll(async () => {
+  s3 = await startS3({ reapWith: process.pid })
+})
+afterAll(() => s3.remove())
+
+async function appOnOwnBucket() {
+  const dir = tempDir()
+  const database = await freshDatabase()
+  const config = testConfig({
+    dataDir: dir.path,
+    databaseUrl: database.url,
+    storage: { bucket: s3.bucket, prefix: 'outage' },
+  })
+  const deps = await makeDeps(config, memoryLogger(), undefined, { env: s3.env })
+  const app = createApp(deps)
+  return {
+    deps,
+    call: (method: string, path: string, init = {}) => send(app, method, path, init),
+    async [Symbol.asyncDispose]() {
+      await deps.close()
+      await database[Symbol.asyncDispose]()
+      dir[Symbol.dispose]()
+    },
+  }
+}
+
+const rawUpload = (body: string) => ({
+  body,
+  headers: { 'content-type': 'application/octet-stream' },
+})
+
+describe('the S3 server stopped', () => {
+  test('uploads and downloads are 503 with the envelope, every other route works, /health says storage; all back once it returns', async () => {
+    await using t = await appOnOwnBucket()
+    const before = await t.call('POST', '/upload?filename=a.txt&public=true', rawUpload('kept'))
+    expect(before.status).toBe(201)
+    const fileUrl = `/files/${before.body.files[0].id}`
+    s3.stop()
+    try {
+      const upload = await t.call('POST', '/upload?filename=b.txt', rawUpload('refused'))
+      expectEnvelope(upload, 503, 'SERVICE_UNAVAILABLE')
+      expect(upload.headers.get('retry-after')).toBe('5')
+      expectEnvelope(await t.call('GET', fileUrl), 503, 'SERVICE_UNAVAILABLE')
+      expectEnvelope(
+        await t.call('GET', fileUrl, { headers: { range: 'bytes=0-1' } }),
+        503,
+        'SERVICE_UNAVAILABLE',
+      )
+      // The rows are in PostgreSQL: the upload's details and every other route answer.
+      expect((await t.call('GET', `/uploads/${before.body.id}`)).status).toBe(200)
+      expect(
+        (
+          await t.call('POST', '/users', {
+            json: { name: 'A', email: 'a@x.test', password: 'correct horse battery' },
+          })
+        ).status,
+      ).toBe(201)
+      expect((await t.call('GET', '/users')).status).toBe(200)
+      const health = await t.call('GET', '/health')
+      expectEnvelope(health, 503, 'SERVICE_UNAVAILABLE')
+      expect(health.body.checks).toMatchObject({ database: 'ok', storage: 'failing' })
+      expect(await t.deps.uploads.count()).toBe(1)
+    } finally {
+      await s3.start()
+    }
+    const download = await t.call('GET', fileUrl)
+    expect(download.status).toBe(200)
+    expect(download.text).toBe('kept')
+    expect((await t.call('POST', '/upload?filename=c.txt', rawUpload('again'))).status).toBe(201)
+  })
+})
