@@ -1,6 +1,8 @@
+import { CopyError } from './backends/copy'
 import { StorageOpenError } from './backends/storage'
 import { versionLine } from './build-info'
 import * as backup from './cli/backup'
+import * as copy from './cli/copy'
 import * as keys from './cli/keys'
 import * as migrate from './cli/migrate'
 import * as openapi from './cli/openapi'
@@ -25,6 +27,7 @@ Commands:
   keys       create, list or revoke API keys (roster keys --help)
   users      create, import or export users (roster users --help)
   backup     write a consistent copy of the live database to a file
+  copy       move a SQLite roster into PostgreSQL (and its files into S3): roster copy --help
 
 Flags:
   -h, --help     show help (also after a command: roster serve --help)
@@ -41,6 +44,7 @@ const COMMANDS: Record<string, Command> = {
   keys: keys.run,
   users: users.run,
   backup: backup.run,
+  copy: copy.run,
 }
 
 /** Failures a user can act on: one line, no stack. */
@@ -52,6 +56,7 @@ const EXPECTED = [
   StorageOpenError,
   BackupError,
   ImportFileError,
+  CopyError,
 ]
 
 export async function main(

@@ -24,6 +24,8 @@ export class Progress {
     private readonly label: string,
     private readonly totalBytes: number | null,
     private readonly out: ProgressOutput = process.stderr,
+    /** What the counted things are called. */
+    private readonly unit = 'rows',
   ) {
     this.tty = out.isTTY === true
   }
@@ -70,7 +72,7 @@ export class Progress {
     const fraction = this.fraction()
     const seconds = Math.max((now - this.started) / 1000, 0.001)
     const percent = fraction === null ? '' : ` (${Math.floor(fraction * 100)}%)`
-    return `${this.label}: ${this.rows.toLocaleString('en-US')} rows${percent}, ${Math.round(this.rows / seconds).toLocaleString('en-US')}/s`
+    return `${this.label}: ${this.rows.toLocaleString('en-US')} ${this.unit}${percent}, ${Math.round(this.rows / seconds).toLocaleString('en-US')}/s`
   }
 
   private fraction(): number | null {
