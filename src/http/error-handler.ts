@@ -144,12 +144,33 @@ function toAppError(
       'The database file was removed or replaced; roster refuses writes until it is restarted',
     )
   }
+  if (databaseUnreachable(error)) {
+    return new AppError('SERVICE_UNAVAILABLE', 'The database is not answering; retry shortly', [], {
+      'retry-after': '1',
+    })
+  }
   if (errno === 'SQLITE_BUSY') {
     return new AppError('SERVICE_UNAVAILABLE', 'The database is busy; retry shortly', [], {
       'retry-after': '1',
     })
   }
   return internalError(error, request, options.log, requestId)
+}
+
+/**
+ * PostgreSQL down, restarting or out of connections: Bun's client reports a lost or refused
+ * connection in `code`, the server its SQLSTATE in `errno` (class 08, connection exceptions;
+ * 57P01–57P03, shut down or starting up; 53300, too many connections).
+ */
+function databaseUnreachable(error: unknown): boolean {
+  const { code, errno } = (error ?? {}) as { code?: unknown; errno?: unknown }
+  if (
+    typeof code === 'string' &&
+    /^(ERR_POSTGRES_CONNECTION|ERR_POSTGRES_.*TIMEOUT|ECONNREFUSED$|ECONNRESET$)/.test(code)
+  ) {
+    return true
+  }
+  return typeof errno === 'string' && /^(08|57P0[123]$|53300$)/.test(errno)
 }
 
 function internalError(error: unknown, request: Request, log: Logger, requestId: string): AppError {

@@ -70,11 +70,16 @@ export async function startCluster(
     balance?: 'source' | 'roundrobin'
     flags?: string[]
     env?: Record<string, string>
+    /** A database of the test's own (a server it stops and starts); else a fresh one. */
+    databaseUrl?: string
   } = {},
 ): Promise<Cluster> {
   requireBinary()
   if (Bun.which('haproxy') === null) throw new Error(MISSING_HAPROXY)
-  const database = await freshDatabase()
+  const database =
+    options.databaseUrl === undefined
+      ? await freshDatabase()
+      : { url: options.databaseUrl, [Symbol.asyncDispose]: async () => {} }
   const { storage, env: s3env } = await freshStorage()
   const dir = tempDir('roster-cluster-')
   const env = cleanEnv({ ...s3env, ...options.env })

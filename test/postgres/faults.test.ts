@@ -1,0 +1,144 @@
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { SQL } from 'bun'
+import { startPostgres } from '../../scripts/postgres-server'
+import { startCluster, until } from '../helpers/cluster'
+
+// Faults against the compiled binaries behind haproxy: an instance killed under writes, the
+// database restarted under load. (The bucket stopping: test/postgres/s3-outage.test.ts.)
+
+setDefaultTimeout(180_000)
+
+type Outcome = 'acked' | 'refused' | 'unknown'
+
+/** Writers creating users through `base` until stopped; every answer classified. */
+function writeUntilStopped(base: string, writers: number) {
+  const outcomes = new Map<string, Outcome>()
+  const duplicates: string[] = []
+  let running = true
+  let n = 0
+  const one = async (w: number) => {
+    while (running) {
+      n += 1
+      // Every fifth write repeats an email already acknowledged: a refusal (409) that must
+      // leave exactly the one user.
+      const acked = [...outcomes].filter(([, outcome]) => outcome === 'acked')
+      const repeat = n % 5 === 0 && acked.length > 0 ? acked[acked.length - 1]?.[0] : undefined
+      const email = repeat ?? `w${w}-${n}@example.com`
+      let outcome: Outcome = 'unknown'
+      try {
+        const reply = await fetch(`${base}/users`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Writer', email }),
+          signal: AbortSignal.timeout(10_000),
+        })
+        const body = (await reply.json().catch(() => null)) as { error?: { code?: string } } | null
+        if (reply.status === 201) outcome = 'acked'
+        else if (typeof body?.error?.code === 'string') outcome = 'refused'
+      } catch {}
+      if (repeat !== undefined) {
+        if (outcome === 'acked') duplicates.push(email)
+      } else outcomes.set(email, outcome)
+    }
+  }
+  const done = Promise.all(Array.from({ length: writers }, (_, w) => one(w)))
+  return {
+    outcomes,
+    duplicates,
+    async stop() {
+      running = false
+      await done
+    },
+  }
+}
+
+async function storedEmails(databaseUrl: string): Promise<Map<string, number>> {
+  const sql = new SQL(databaseUrl, { max: 1 })
+  try {
+    const rows = (await sql`SELECT email, count(*)::int AS n FROM users GROUP BY email`) as {
+      email: string
+      n: number
+    }[]
+    return new Map(rows.map((row) => [row.email, row.n]))
+  } finally {
+    await sql.close()
+  }
+}
+
+function expectNothingLost(outcomes: Map<string, Outcome>, stored: Map<string, number>) {
+  const lost = [...outcomes].filter(([email, outcome]) => outcome === 'acked' && !stored.has(email))
+  const refusedButStored = [...outcomes].filter(
+    ([email, outcome]) => outcome === 'refused' && stored.has(email),
+  )
+  expect(lost).toEqual([])
+  expect(refusedButStored).toEqual([])
+  for (const [, count] of stored) expect(count).toBe(1)
+}
+
+describe('faults behind the balancer', () => {
+  test('SIGKILL one of two instances under concurrent writes, 20 times: every acknowledged write is there, no refused one', async () => {
+    await using cluster = await startCluster()
+    const load = writeUntilStopped(cluster.url, 8)
+    for (let trial = 0; trial < 20; trial += 1) {
+      await Bun.sleep(150)
+      await cluster.kill(trial % 2)
+      await Bun.sleep(150)
+      await cluster.restart(trial % 2)
+    }
+    await Bun.sleep(300)
+    await load.stop()
+    const outcomes = [...load.outcomes.values()]
+    const acked = outcomes.filter((outcome) => outcome === 'acked').length
+    expect(acked).toBeGreaterThan(100)
+    expect(load.duplicates).toEqual([])
+    expectNothingLost(load.outcomes, await storedEmails(cluster.databaseUrl))
+    console.error(
+      `20 kills: ${acked} acknowledged, ${outcomes.filter((o) => o === 'refused').length} refused, ${outcomes.filter((o) => o === 'unknown').length} cut off (answer lost with the instance)`,
+    )
+  })
+
+  test('PostgreSQL stopped under load: 503 within 5 s, no hang; back by itself within 5 s of its return; nothing acknowledged lost', async () => {
+    const postgres = await startPostgres({ durable: true, reapWith: process.pid })
+    try {
+      await using cluster = await startCluster({ databaseUrl: postgres.url })
+      const direct = (cluster.instances[0] as { url: string }).url
+      const load = writeUntilStopped(cluster.url, 4)
+      await Bun.sleep(500)
+      postgres.ctl(['-m', 'fast', 'stop'])
+      const downSince = Date.now()
+      const probes: { status: number; ms: number; code: string | undefined }[] = []
+      while (Date.now() - downSince < 3000) {
+        const started = Date.now()
+        const reply = await fetch(`${direct}/users?limit=1`, {
+          signal: AbortSignal.timeout(10_000),
+        })
+        const body = (await reply.json()) as { error?: { code?: string } }
+        probes.push({ status: reply.status, ms: Date.now() - started, code: body.error?.code })
+      }
+      expect(probes.length).toBeGreaterThan(0)
+      for (const probe of probes) {
+        expect(probe).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' })
+        expect(probe.ms).toBeLessThan(5000)
+      }
+      const health = await fetch(`${direct}/health`)
+      expect(health.status).toBe(503)
+      postgres.ctl(['-w', 'start'])
+      const backAt = Date.now()
+      await until(
+        async () =>
+          (await fetch(`${direct}/users?limit=1`)).status === 200 &&
+          (await fetch(`${cluster.url}/users?limit=1`)).status === 200,
+        5000,
+      )
+      const recoveredMs = Date.now() - backAt
+      await Bun.sleep(500)
+      await load.stop()
+      expectNothingLost(load.outcomes, await storedEmails(cluster.databaseUrl))
+      console.error(
+        `PostgreSQL down 3 s: ${probes.length} probes, all 503, slowest ${Math.max(...probes.map((p) => p.ms))} ms; recovered ${recoveredMs} ms after it was back`,
+      )
+    } finally {
+      postgres.stop()
+    }
+  })
+})
