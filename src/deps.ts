@@ -63,6 +63,8 @@ export interface Deps {
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Commits what is pending and closes the database. */
+  /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
+  sweepUploads(): Promise<number>
   close(): Promise<void>
 }
 
@@ -156,10 +158,11 @@ export async function makeDeps(
       uploads: await uploads.count(),
       webhook_events: await inbox.count(),
     }),
+    sweepUploads: () => fileStore.sweep(backend.knownFiles),
     close: () => backend.close(),
   }
   if (options.sweepUploads === true) {
-    const swept = await fileStore.sweep(backend.knownFiles)
+    const swept = await deps.sweepUploads()
     if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
   }
   // Committed before anything else runs: a caller that writes on the connection directly (a
@@ -199,10 +202,18 @@ function addGauges(metrics: Metrics, backend: Backend): void {
   }
 }
 
-/** Deletes what has expired: sessions, access tokens, idempotency answers. Run at start and hourly. */
+/**
+ * Deletes what has expired: sessions, access tokens, idempotency answers, and in a bucket the
+ * objects of uploads whose instance died (past their grace). Run at start and hourly, by every
+ * instance: each is one statement or a claim-free delete, safe to run anywhere at once.
+ */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    await Promise.all([deps.credentials.purgeExpired(), deps.idempotency.purgeExpired()])
+    await Promise.all([
+      deps.credentials.purgeExpired(),
+      deps.idempotency.purgeExpired(),
+      deps.fileStore.sweepsWhileServing ? deps.sweepUploads() : null,
+    ])
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
     deps.log.warn('could not delete expired sessions, tokens or idempotency answers', {

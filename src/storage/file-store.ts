@@ -30,6 +30,11 @@ export interface FileStore {
   /** What the startup line says (never a secret). */
   readonly description: string
   /**
+   * Whether `sweep` may run while uploads are in flight (hourly, with the housekeeping): a
+   * bucket's sweep only takes what is past its grace; the disk's takes every pending file.
+   */
+  readonly sweepsWhileServing: boolean
+  /**
    * Streams bytes into a new pending file, counting and hashing them. Over a limit: 413. Full:
    * 507. Failing: 503. On any failure nothing is left behind.
    */

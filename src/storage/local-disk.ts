@@ -31,6 +31,7 @@ const INCOMING = '.incoming'
  */
 export class LocalDiskStore implements FileStore {
   readonly description: string
+  readonly sweepsWhileServing = false
   private readonly incoming: string
 
   constructor(private readonly dir: string) {

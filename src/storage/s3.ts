@@ -47,6 +47,7 @@ export interface BucketLocation {
  */
 export class S3Store implements FileStore {
   readonly description: string
+  readonly sweepsWhileServing = true
 
   constructor(
     private readonly client: S3Client,
