@@ -29,27 +29,7 @@ export async function openFileStore(
       '--storage s3://… needs --database-url postgres://…: the list of objects being written lives in the shared database',
     )
   }
-  const read = (name: string) => env[`S3_${name}`] ?? env[`AWS_${name}`]
-  const accessKeyId = read('ACCESS_KEY_ID')
-  const secretAccessKey = read('SECRET_ACCESS_KEY')
-  if (accessKeyId === undefined || secretAccessKey === undefined) {
-    throw new StorageOpenError(
-      'missing S3 credentials: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)',
-    )
-  }
-  const endpoint = read('ENDPOINT') ?? null
-  const client = new Bun.S3Client({
-    bucket: config.storage.bucket,
-    accessKeyId,
-    secretAccessKey,
-    sessionToken: read('SESSION_TOKEN'),
-    region: read('REGION'),
-    endpoint: endpoint ?? undefined,
-  })
-  const location = {
-    ...config.storage,
-    endpoint: endpoint === null ? null : withoutUserinfo(endpoint),
-  }
+  const { client, location } = bucketClient(config.storage, env)
   const store = new S3Store(client, location, backend.pendingObjects, clock)
   try {
     await store.check()

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/errors'
+import { AppError, payloadTooLarge } from '../errors/errors'
 
 /** Bytes still allowed for the whole request (shared by every file in it). */
 export interface Budget {
@@ -81,6 +81,29 @@ export function storageUnavailable(what: string): AppError {
     [],
     { 'retry-after': '5' },
   )
+}
+
+/**
+ * The chunks of one file as they arrive, counted against its limit and the request's budget
+ * (413 past either) and hashed; `digest` gives the SHA-256 once they are all read. Every store
+ * receives through this, so the limits hold the same on disk and in a bucket.
+ */
+export function metered(source: AsyncIterable<Uint8Array>, limits: ReceiveLimits) {
+  const hasher = new Bun.CryptoHasher('sha256')
+  const counted = { size: 0, digest: () => hasher.digest('hex') }
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of source) {
+      counted.size += chunk.byteLength
+      limits.budget.remaining -= chunk.byteLength
+      if (counted.size > limits.maxFileSize) {
+        throw payloadTooLarge(`A file is over the ${limits.maxFileSize}-byte limit`)
+      }
+      if (limits.budget.remaining < 0) throw payloadTooLarge('The upload is over its size limit')
+      hasher.update(chunk)
+      yield chunk
+    }
+  }
+  return Object.assign(counted, { chunks: chunks() })
 }
 
 /**

@@ -13,10 +13,10 @@ import {
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { newId } from '../db/random-id'
-import { payloadTooLarge } from '../errors/errors'
 import {
   type ByteRange,
   type FileStore,
+  metered,
   type ReceivedFile,
   type ReceiveLimits,
   storageError,
@@ -43,25 +43,15 @@ export class LocalDiskStore implements FileStore {
   async receive(source: AsyncIterable<Uint8Array>, limits: ReceiveLimits): Promise<ReceivedFile> {
     const fileId = newId('fil_')
     const pending = join(this.incoming, fileId)
-    const hasher = new Bun.CryptoHasher('sha256')
     const handle = await open(pending, 'wx', 0o640).catch((error: unknown) => {
       throw storageError(error)
     })
-    let size = 0
+    const file = metered(source, limits)
     try {
-      for await (const chunk of source) {
-        size += chunk.byteLength
-        limits.budget.remaining -= chunk.byteLength
-        if (size > limits.maxFileSize) {
-          throw payloadTooLarge(`A file is over the ${limits.maxFileSize}-byte limit`)
-        }
-        if (limits.budget.remaining < 0) throw payloadTooLarge('The upload is over its size limit')
-        hasher.update(chunk)
-        await writeAll(handle, chunk)
-      }
+      for await (const chunk of file.chunks) await writeAll(handle, chunk)
       await handle.sync()
       await handle.close()
-      return { fileId, size, sha256: hasher.digest('hex') }
+      return { fileId, size: file.size, sha256: file.digest() }
     } catch (error) {
       await handle.close().catch(() => {})
       rmSync(pending, { force: true })

@@ -1,9 +1,10 @@
 import type { S3Client } from 'bun'
 import { newId } from '../db/random-id'
-import { AppError, payloadTooLarge } from '../errors/errors'
+import { AppError } from '../errors/errors'
 import {
   type ByteRange,
   type FileStore,
+  metered,
   type ReceivedFile,
   type ReceiveLimits,
   storageUnavailable,
@@ -81,18 +82,10 @@ export class S3Store implements FileStore {
     const writer = this.client
       .file(this.key(fileId))
       .writer({ partSize: PART_SIZE, queueSize: QUEUE_SIZE, retry: 1 })
-    const hasher = new Bun.CryptoHasher('sha256')
-    let size = 0
+    const file = metered(source, limits)
     let unflushed = 0
     try {
-      for await (const chunk of source) {
-        size += chunk.byteLength
-        limits.budget.remaining -= chunk.byteLength
-        if (size > limits.maxFileSize) {
-          throw payloadTooLarge(`A file is over the ${limits.maxFileSize}-byte limit`)
-        }
-        if (limits.budget.remaining < 0) throw payloadTooLarge('The upload is over its size limit')
-        hasher.update(chunk)
+      for await (const chunk of file.chunks) {
         const written = writer.write(chunk)
         if (typeof written !== 'number') await written
         // The writer buffers whatever it is given (a 1 GiB upload held 1.1 GB, measured):
@@ -105,7 +98,7 @@ export class S3Store implements FileStore {
         }
       }
       await writer.end()
-      return { fileId, size, sha256: hasher.digest('hex') }
+      return { fileId, size: file.size, sha256: file.digest() }
     } catch (error) {
       await Promise.resolve()
         .then(() => writer.end(error as Error))
