@@ -62,9 +62,9 @@ export interface Deps {
   readonly metrics: Metrics
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
-  /** Commits what is pending and closes the database. */
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
   sweepUploads(): Promise<number>
+  /** Commits what is pending and closes the database. */
   close(): Promise<void>
 }
 
@@ -161,7 +161,8 @@ export async function makeDeps(
     sweepUploads: () => fileStore.sweep(backend.knownFiles),
     close: () => backend.close(),
   }
-  if (options.sweepUploads === true) {
+  // A store that sweeps while serving (a bucket) is swept by purgeExpired below, as every hour.
+  if (options.sweepUploads === true && !fileStore.sweepsWhileServing) {
     const swept = await deps.sweepUploads()
     if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
   }
@@ -209,16 +210,22 @@ function addGauges(metrics: Metrics, backend: Backend): void {
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    await Promise.all([
+    const [, , swept] = await Promise.all([
       deps.credentials.purgeExpired(),
       deps.idempotency.purgeExpired(),
-      deps.fileStore.sweepsWhileServing ? deps.sweepUploads() : null,
+      deps.fileStore.sweepsWhileServing ? deps.sweepUploads() : 0,
     ])
+    if (swept > 0) {
+      deps.log.warn(`removed ${swept} upload object(s) an instance left when it stopped mid-upload`)
+    }
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
-    deps.log.warn('could not delete expired sessions, tokens or idempotency answers', {
-      error: (error as Error).message,
-    })
+    deps.log.warn(
+      'could not delete expired sessions, tokens, idempotency answers or abandoned uploads',
+      {
+        error: (error as Error).message,
+      },
+    )
   }
 }
 

@@ -17,6 +17,19 @@ export const systemTimers: Timers = {
   },
 }
 
+/** `work`, or a rejection with `message` once `ms` have passed (for health checks). */
+export async function withinMs<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: Timer | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms)
+  })
+  try {
+    return await Promise.race([work, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** A clock that moves only when told to (for tests); due timers run in time order. */
 export class ManualClock implements Timers {
   private pending: { at: number; run: () => void }[] = []

@@ -8,6 +8,7 @@ import { runPgMigrations } from '../db/postgres/migrate'
 import type { Transaction } from '../db/unit'
 import { createPgIdempotencyStore } from '../idempotency/pg-store'
 import { createPgPendingObjects } from '../storage/pg-pending-objects'
+import { withinMs } from '../timers'
 import { createPgUploadRecords } from '../uploads/pg-records'
 import { createPgUserStore } from '../users/pg-store'
 import { createPgWebhookInbox } from '../webhooks/pg-inbox'
@@ -69,18 +70,7 @@ export async function openPostgresBackend(
       sqlite: null,
       postgres: pool,
       async checkDatabase() {
-        let timer: Timer | undefined
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error('PostgreSQL did not answer')),
-            HEALTH_TIMEOUT_MS,
-          )
-        })
-        try {
-          await Promise.race([pool`SELECT 1`, late])
-        } finally {
-          clearTimeout(timer)
-        }
+        await withinMs(pool`SELECT 1`, HEALTH_TIMEOUT_MS, 'PostgreSQL did not answer')
       },
       async knownFiles(fileIds) {
         if (fileIds.length === 0) return new Set()

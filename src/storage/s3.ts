@@ -1,6 +1,7 @@
 import type { S3Client } from 'bun'
 import { newId } from '../db/random-id'
 import { AppError } from '../errors/errors'
+import { withinMs } from '../timers'
 import {
   type ByteRange,
   type FileStore,
@@ -135,7 +136,7 @@ export class S3Store implements FileStore {
   }
 
   async discard(fileIds: readonly string[]): Promise<void> {
-    // One at a time, each tried twice: a delete the service refuses for a moment (S3's 503
+    // One at a time, each tried up to three times: a delete the service refuses for a moment (S3's 503
     // SlowDown; s3rver's race between deletes under one prefix) should not leave work to the
     // sweep. One that still fails stays listed as pending, and the sweep tries again.
     const gone: string[] = []
@@ -189,16 +190,12 @@ export class S3Store implements FileStore {
   }
 
   async check(): Promise<void> {
-    let timer: Timer | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('the bucket did not answer')), CHECK_TIMEOUT_MS)
-    })
-    try {
-      // One key at most, under our prefix: proves the bucket is there and we may read it.
-      await Promise.race([this.client.list({ prefix: this.key('.health'), maxKeys: 1 }), late])
-    } finally {
-      clearTimeout(timer)
-    }
+    // One key at most, under our prefix: proves the bucket is there and we may read it.
+    await withinMs(
+      this.client.list({ prefix: this.key('.health'), maxKeys: 1 }),
+      CHECK_TIMEOUT_MS,
+      'the bucket did not answer',
+    )
   }
 
   /**
