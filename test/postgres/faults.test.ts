@@ -2,9 +2,10 @@ import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { SQL } from 'bun'
 import { startPostgres } from '../../scripts/postgres-server'
 import { startCluster, until } from '../helpers/cluster'
+import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
-// Faults against the compiled binaries behind haproxy: an instance killed under writes, the
-// database restarted under load. (The bucket stopping: test/postgres/s3-outage.test.ts.)
+// Faults against the compiled binaries behind haproxy: an instance killed under writes, an
+// instance killed while handling webhook events, the database restarted under load. (The bucket stopping: test/postgres/s3-outage.test.ts.)
 
 setDefaultTimeout(180_000)
 
@@ -52,6 +53,50 @@ function writeUntilStopped(base: string, writers: number) {
   }
 }
 
+/** Signed `customer.created` deliveries through `base`, `concurrency` at a time, until stopped. */
+function deliverUntilStopped(base: string, concurrency: number) {
+  const acked: string[] = []
+  let running = true
+  let n = 0
+  const one = async () => {
+    while (running) {
+      n += 1
+      const id = `evt_kill_${n}`
+      const body = JSON.stringify({
+        id,
+        type: 'customer.created',
+        data: { object: { email: `${id}@example.com`, name: `Kill ${n}` } },
+      })
+      try {
+        const reply = await fetch(`${base}/webhooks`, {
+          method: 'POST',
+          headers: await stripeHeaders(body),
+          body,
+          signal: AbortSignal.timeout(5_000),
+        })
+        if (reply.status === 200) acked.push(id)
+      } catch {}
+    }
+  }
+  const done = Promise.all(Array.from({ length: concurrency }, one))
+  return {
+    acked,
+    async stop() {
+      running = false
+      await done
+    },
+  }
+}
+
+async function queryRows<T>(databaseUrl: string, text: string): Promise<T[]> {
+  const sql = new SQL(databaseUrl, { max: 1 })
+  try {
+    return (await sql.unsafe(text)) as T[]
+  } finally {
+    await sql.close()
+  }
+}
+
 async function storedEmails(databaseUrl: string): Promise<Map<string, number>> {
   const sql = new SQL(databaseUrl, { max: 1 })
   try {
@@ -94,6 +139,59 @@ describe('faults behind the balancer', () => {
     expectNothingLost(load.outcomes, await storedEmails(cluster.databaseUrl))
     console.error(
       `20 kills: ${acked} acknowledged, ${outcomes.filter((o) => o === 'refused').length} refused, ${outcomes.filter((o) => o === 'unknown').length} cut off (answer lost with the instance)`,
+    )
+  })
+
+  test('an instance killed while handling webhook events: each acknowledged event is handled once, by the instance that takes over its lease', async () => {
+    await using cluster = await startCluster({ env: { ROSTER_WEBHOOK_SECRET: STRIPE_SECRET } })
+    // Only the first instance runs while events arrive, so every lease held at the kill is its.
+    await cluster.kill(1)
+    const deliveries = deliverUntilStopped(cluster.url, 16)
+    await until(async () => {
+      const [row] = await queryRows<{ n: number }>(
+        cluster.databaseUrl,
+        "SELECT count(*)::int AS n FROM webhook_events WHERE status = 'processed'",
+      )
+      return (row?.n ?? 0) >= 200
+    }, 30_000)
+    // Frozen mid-drain, then killed: what it had claimed and not finished stays leased to it.
+    const victim = cluster.instances[0] as { proc: { kill(signal: string): void } }
+    victim.proc.kill('SIGSTOP')
+    const held = await queryRows<{ event_id: string }>(
+      cluster.databaseUrl,
+      `SELECT event_id FROM webhook_events
+       WHERE status <> 'processed' AND lease_until > ${Date.now()}`,
+    )
+    await cluster.kill(0)
+    await deliveries.stop()
+    expect(held.length).toBeGreaterThan(0)
+    // The other instance comes up: it handles what nobody held at once, and the dead
+    // instance's leases when they lapse (30 s).
+    await cluster.restart(1)
+    await until(async () => {
+      const [row] = await queryRows<{ n: number }>(
+        cluster.databaseUrl,
+        "SELECT count(*)::int AS n FROM webhook_events WHERE status <> 'processed'",
+      )
+      return row?.n === 0
+    }, 60_000)
+    const events = await queryRows<{ event_id: string; attempts: number }>(
+      cluster.databaseUrl,
+      'SELECT event_id, attempts FROM webhook_events',
+    )
+    const stored = new Map(events.map((row) => [row.event_id, row.attempts]))
+    const lost = deliveries.acked.filter((id) => !stored.has(id))
+    expect(lost).toEqual([])
+    // Handled once: the killed handling never committed, so no event counts two attempts.
+    expect(events.filter((row) => row.attempts !== 1)).toEqual([])
+    for (const { event_id } of held) expect(stored.get(event_id)).toBe(1)
+    const [users] = await queryRows<{ n: number; distinct: number }>(
+      cluster.databaseUrl,
+      "SELECT count(*)::int AS n, count(DISTINCT email)::int AS distinct FROM users WHERE email LIKE 'evt_kill_%'",
+    )
+    expect(users).toEqual({ n: events.length, distinct: events.length })
+    console.error(
+      `killed while handling: ${deliveries.acked.length} events acknowledged, ${held.length} leased to the dead instance, all ${events.length} stored handled once`,
     )
   })
 
