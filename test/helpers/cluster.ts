@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from '../../scripts/postgres-server'
 import { tempDir } from './app'
@@ -8,39 +8,85 @@ import { freshStorage } from './s3'
 
 export const MISSING_HAPROXY = 'haproxy is not installed: apt-get install -y haproxy'
 
+export const MISSING_NGINX = 'nginx is not installed: apt-get install -y nginx'
+
+const README = join(import.meta.dir, '../../README.md')
+
+/** README's fenced `lang` block: the balancer configuration users copy. */
+export function readmeConfig(lang: 'haproxy' | 'nginx'): string {
+  const match = new RegExp(`\`\`\`${lang}\n([\\s\\S]*?)\`\`\``).exec(readFileSync(README, 'utf8'))
+  if (match?.[1] === undefined) throw new Error(`README.md has no ${lang} block`)
+  return match[1]
+}
+
 /**
- * The balancer configuration the README shows, for instances on `ports`. `balance source`
- * keeps each client IP on one instance (the per-instance rate limit then holds as one budget);
- * health checks take a dead instance out within two seconds; only requests that never reached
- * an instance are retried elsewhere (a write is never sent twice); request bodies are streamed,
- * not buffered.
+ * README's example addresses moved onto loopback: its listening port 80 becomes `listen`, and
+ * its server line (10.0.0.11:8080) is repeated once per port in `ports`.
+ */
+function onLoopback(config: string, listen: number, ports: number[]): string {
+  const lines = config.split('\n')
+  const servers = lines.filter((line) => /\b10\.0\.0\.\d+:8080\b/.test(line))
+  const template = servers[0]
+  if (template === undefined) throw new Error('the README configuration names no server')
+  const local = ports.map((port, i) =>
+    template
+      .replace(/10\.0\.0\.\d+:8080/, `127.0.0.1:${port}`)
+      .replace(/roster\d+ /, `roster${i + 1} `),
+  )
+  return lines
+    .flatMap((line) => (line === template ? local : servers.includes(line) ? [] : [line]))
+    .join('\n')
+    .replace(/^(\s*bind) :80\b/m, `$1 127.0.0.1:${listen}`)
+    .replace(/^(\s*listen) 80;/m, `$1 127.0.0.1:${listen};`)
+}
+
+/**
+ * README's haproxy configuration for instances on `ports`. `balance source` (README's) keeps
+ * each client IP on one instance; tests whose load comes from one address and must reach every
+ * instance ask for `roundrobin` instead, the one line they change.
  */
 export function haproxyConfig(listen: number, ports: number[], balance: 'source' | 'roundrobin') {
-  return `global
-  maxconn 2000
+  const config = onLoopback(readmeConfig('haproxy'), listen, ports)
+  if (!/^\s*balance source\b/m.test(config)) throw new Error('README haproxy: no balance source')
+  return config.replace(/^(\s*balance) source\b/m, `$1 ${balance}`)
+}
 
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 120s
-  timeout server 120s
-  retries 2
-  option redispatch
-  retry-on conn-failure
-
-frontend roster
-  bind 127.0.0.1:${listen}
-  option forwardfor
-  default_backend instances
-
-backend instances
-  balance ${balance}
-  hash-type consistent
-  option httpchk GET /health
-  http-check expect status 200
-  default-server inter 500ms fall 2 rise 1
-${ports.map((port, i) => `  server roster${i + 1} 127.0.0.1:${port} check`).join('\n')}
+/**
+ * README's nginx configuration for instances on `ports`, inside the main context a server
+ * package's nginx.conf would give it (pid, logs and temp files in `dir`).
+ */
+export function nginxConfig(listen: number, ports: number[], dir: string): string {
+  return `${process.getuid?.() === 0 ? 'user root;\n' : ''}pid ${dir}/nginx.pid;
+worker_processes 1;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client-body;
+  proxy_temp_path ${dir}/proxy;
+${onLoopback(readmeConfig('nginx'), listen, ports)}
+}
 `
+}
+
+/** Starts the balancer on `listen`; the process is killed with the cluster. */
+function startBalancer(
+  kind: 'haproxy' | 'nginx',
+  listen: number,
+  ports: number[],
+  dir: string,
+  balance: 'source' | 'roundrobin',
+) {
+  const configPath = join(dir, `${kind}.conf`)
+  // Its log goes to a file (a pipe nobody reads would fill and stall it), kept for a failure.
+  const log = Bun.file(join(dir, `${kind}.log`))
+  if (kind === 'haproxy') {
+    writeFileSync(configPath, haproxyConfig(listen, ports, balance))
+    return Bun.spawn(['haproxy', '-f', configPath, '-db'], { stdio: ['ignore', 'ignore', log] })
+  }
+  writeFileSync(configPath, nginxConfig(listen, ports, dir))
+  return Bun.spawn(['nginx', '-p', dir, '-e', 'stderr', '-c', configPath, '-g', 'daemon off;'], {
+    stdio: ['ignore', 'ignore', log],
+  })
 }
 
 export interface Cluster extends AsyncDisposable {
@@ -62,11 +108,15 @@ export interface Cluster extends AsyncDisposable {
 
 /**
  * Two (or `count`) roster binaries on one fresh PostgreSQL database and one bucket prefix,
- * behind haproxy on loopback. Without haproxy: one line saying what to install.
+ * behind haproxy (or nginx) on loopback, configured as README shows. Without the balancer: one
+ * line saying what to install.
  */
 export async function startCluster(
   options: {
     count?: number
+    /** Which balancer, with README's configuration (default haproxy). */
+    balancer?: 'haproxy' | 'nginx'
+    /** haproxy only: README's `source`, or `roundrobin` (the default, to spread one client's load). */
     balance?: 'source' | 'roundrobin'
     flags?: string[]
     env?: Record<string, string>
@@ -75,7 +125,10 @@ export async function startCluster(
   } = {},
 ): Promise<Cluster> {
   requireBinary()
-  if (Bun.which('haproxy') === null) throw new Error(MISSING_HAPROXY)
+  const balancer = options.balancer ?? 'haproxy'
+  if (Bun.which(balancer) === null) {
+    throw new Error(balancer === 'haproxy' ? MISSING_HAPROXY : MISSING_NGINX)
+  }
   const database =
     options.databaseUrl === undefined
       ? await freshDatabase()
@@ -100,11 +153,7 @@ export async function startCluster(
   }
   const instances = await Promise.all(ports.map((_, i) => start(i)))
   const listen = await freePort()
-  const configPath = join(dir.path, 'haproxy.cfg')
-  writeFileSync(configPath, haproxyConfig(listen, ports, options.balance ?? 'roundrobin'))
-  const haproxy = Bun.spawn(['haproxy', '-f', configPath, '-db'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
+  const proxy = startBalancer(balancer, listen, ports, dir.path, options.balance ?? 'roundrobin')
   const url = `http://127.0.0.1:${listen}`
   await until(async () => (await fetch(`${url}/health`).catch(() => null))?.status === 200)
   const cluster: Cluster = {
@@ -121,7 +170,9 @@ export async function startCluster(
       instances[i] = await start(i)
     },
     async [Symbol.asyncDispose]() {
-      haproxy.kill('SIGKILL')
+      // SIGTERM: nginx's master stops its workers first (killed outright, they would live on).
+      proxy.kill('SIGTERM')
+      await proxy.exited
       await Promise.all(instances.map((instance) => instance.stop('SIGKILL').catch(() => 0)))
       await database[Symbol.asyncDispose]()
       dir[Symbol.dispose]()
