@@ -164,6 +164,11 @@ function closingQuote(text: string, start: number): number {
 export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+  // A body framed by Content-Length is that many bytes and no more (the server reads exactly
+  // those): read it in one native call, without a stream and its async iterator per request.
+  if (declared !== null && !request.headers.has('transfer-encoding')) {
+    return await request.bytes()
+  }
   if (request.body === null) return new Uint8Array(0)
   const chunks: Uint8Array[] = []
   let size = 0
