@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { SQL } from 'bun'
 import { freePort, startPostgres } from '../scripts/postgres-server'
 import { haproxyConfig } from '../test/helpers/cluster'
-import { median, type Spawned, spawnServer } from './lib/process'
+import { cpuSeconds, cpuSecondsOfCommand, median, type Spawned, spawnServer } from './lib/process'
 import { BINARY, buildBinary } from './lib/roster'
 import { ensureWrk, runWrk } from './lib/wrk'
 
@@ -94,17 +94,31 @@ async function main() {
     const lines: string[] = [
       `roster on PostgreSQL (a throwaway server, fsync on) vs raw Bun.serve + Bun.SQL, ${reps} repetition(s) × ${duration} s, ${CONNECTIONS} connections, ${SEEDED} seeded users`,
       '',
-      '| scenario | baseline req/s | roster req/s | ratio (median of reps) | per rep | target |',
-      '|---|---|---|---|---|---|',
+      '| scenario | baseline req/s | roster req/s | ratio (median of reps) | per rep | target | server CPU µs/request baseline → roster | PostgreSQL CPU µs/request baseline → roster |',
+      '|---|---|---|---|---|---|---|---|',
     ]
     for (const scenario of SCENARIOS) {
+      const perRequest = (by: Map<Spawned, number[]>) =>
+        `${median(by.get(baseline) ?? []).toFixed(0)} → ${median(by.get(roster) ?? []).toFixed(0)}`
       const ratios: number[] = []
       const base: number[] = []
       const ours: number[] = []
+      // CPU per answered request: the server process's own, and PostgreSQL's (all its processes;
+      // only one server runs at a time).
+      const cpu = new Map<Spawned, number[]>([
+        [baseline, []],
+        [roster, []],
+      ])
+      const pgCpu = new Map<Spawned, number[]>([
+        [baseline, []],
+        [roster, []],
+      ])
       for (let rep = 0; rep < reps; rep += 1) {
         const order = rep % 2 === 0 ? [baseline, roster] : [roster, baseline]
         const results = new Map<Spawned, number>()
         for (const server of order) {
+          const before = cpuSeconds(server.proc.pid)
+          const pgBefore = cpuSecondsOfCommand('postgres')
           const result = await runWrk({
             url: server.url,
             path: scenario.path,
@@ -114,6 +128,10 @@ async function main() {
             seeded: SEEDED,
           })
           results.set(server, result.rps)
+          cpu.get(server)?.push(((cpuSeconds(server.proc.pid) - before) / result.requests) * 1e6)
+          pgCpu
+            .get(server)
+            ?.push(((cpuSecondsOfCommand('postgres') - pgBefore) / result.requests) * 1e6)
         }
         base.push(results.get(baseline) ?? 0)
         ours.push(results.get(roster) ?? 0)
@@ -122,7 +140,7 @@ async function main() {
       }
       const target = scenario.name.startsWith('POST') ? '≥ 0.8×' : '≥ 0.7×'
       lines.push(
-        `| ${scenario.name} | ${median(base).toFixed(0)} | ${median(ours).toFixed(0)} | **${median(ratios).toFixed(2)}×** | ${ratios.map((r) => r.toFixed(2)).join(' ')} | ${target} |`,
+        `| ${scenario.name} | ${median(base).toFixed(0)} | ${median(ours).toFixed(0)} | **${median(ratios).toFixed(2)}×** | ${ratios.map((r) => r.toFixed(2)).join(' ')} | ${target} | ${perRequest(cpu)} | ${perRequest(pgCpu)} |`,
       )
     }
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import type { Subprocess } from 'bun'
 
 export interface Spawned {
@@ -74,7 +74,26 @@ export function median(values: number[]): number {
 
 /** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return cpuOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+}
+
+/**
+ * CPU seconds used so far by every live process whose command is `command` (PostgreSQL's
+ * backends, say: one process per connection, plus its writers).
+ */
+export function cpuSecondsOfCommand(command: string): number {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (stat.includes(`(${command})`)) total += cpuOfStat(stat)
+    } catch {} // exited meanwhile
+  }
+  return total
+}
+
+function cpuOfStat(stat: string): number {
   // Fields after the command name, which is in parentheses and may hold spaces.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100
