@@ -187,4 +187,36 @@ describe('downloads through the compiled binary (Bun.serve, not app.handle)', ()
       await server.stop()
     }
   })
+
+  test('HEAD answers a file’s headers without reading it (Bun’s router reaches the HEAD route)', async () => {
+    using dir = tempDir()
+    const server = await startBinary(['--data-dir', join(dir.path, 'data')])
+    try {
+      const size = 20 * 1024 * 1024
+      const reply = await fetch(`${server.url}/upload?filename=big.bin&public=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: new Uint8Array(size),
+      })
+      expect(reply.status).toBe(201)
+      const url = `${server.url}${(await reply.json()).files[0].url}`
+      // Bytes the process has read from files and sockets so far (Linux).
+      const readSoFar = () =>
+        Number(/^rchar: (\d+)$/m.exec(readFileSync(`/proc/${server.proc.pid}/io`, 'utf8'))?.[1])
+      const beforeHead = readSoFar()
+      const head = await fetch(url, { method: 'HEAD' })
+      expect(head.status).toBe(200)
+      expect(head.headers.get('content-length')).toBe(String(size))
+      expect(head.headers.get('etag')).toMatch(/^"[0-9a-f]{64}"$/)
+      expect(await head.text()).toBe('')
+      const readByHead = readSoFar() - beforeHead
+      expect(readByHead).toBeLessThan(1024 * 1024)
+      // The measure sees a download: the same file by GET reads it (sendfile counts too).
+      const beforeGet = readSoFar()
+      expect((await (await fetch(url)).arrayBuffer()).byteLength).toBe(size)
+      expect(readSoFar() - beforeGet).toBeGreaterThanOrEqual(size)
+    } finally {
+      await server.stop()
+    }
+  })
 })
