@@ -155,13 +155,22 @@ describe('faults behind the balancer', () => {
       return (row?.n ?? 0) >= 200
     }, 30_000)
     // Frozen mid-drain, then killed: what it had claimed and not finished stays leased to it.
+    // A worker that has caught up holds nothing between deliveries: thaw it and freeze again.
     const victim = cluster.instances[0] as { proc: { kill(signal: string): void } }
-    victim.proc.kill('SIGSTOP')
-    const held = await queryRows<{ event_id: string }>(
-      cluster.databaseUrl,
-      `SELECT event_id FROM webhook_events
-       WHERE status <> 'processed' AND lease_until > ${Date.now()}`,
-    )
+    let held: { event_id: string }[] = []
+    let freezes = 0
+    for (; freezes < 100 && held.length === 0; freezes += 1) {
+      if (freezes > 0) {
+        victim.proc.kill('SIGCONT')
+        await Bun.sleep(5 + Math.random() * 20)
+      }
+      victim.proc.kill('SIGSTOP')
+      held = await queryRows<{ event_id: string }>(
+        cluster.databaseUrl,
+        `SELECT event_id FROM webhook_events
+         WHERE status <> 'processed' AND lease_until > ${Date.now()}`,
+      )
+    }
     await cluster.kill(0)
     await deliveries.stop()
     expect(held.length).toBeGreaterThan(0)
@@ -191,7 +200,7 @@ describe('faults behind the balancer', () => {
     )
     expect(users).toEqual({ n: events.length, distinct: events.length })
     console.error(
-      `killed while handling: ${deliveries.acked.length} events acknowledged, ${held.length} leased to the dead instance, all ${events.length} stored handled once`,
+      `killed while handling: ${deliveries.acked.length} events acknowledged, ${held.length} leased to the dead instance (frozen ${freezes} time(s) to find it holding some), all ${events.length} stored handled once`,
     )
   })
 
