@@ -56,8 +56,10 @@ export class DocumentChecker {
    * method, as it falls back from a static segment to a parameter.
    */
   templateOf(path: string, verb?: string): string | null {
-    // Roster routes /users/ as /users, and /v1/X as /X.
-    const plain = (path.split('?', 1)[0] ?? '').replace(/^\/v1(?=\/)/, '').replace(/(.)\/$/, '$1')
+    // The server sees the path as the URL parser leaves it (`/keys/.` is `/keys/`); roster
+    // routes /users/ as /users, and /v1/X as /X.
+    const parsed = new URL(path.split('?', 1)[0] ?? '', 'http://localhost').pathname
+    const plain = parsed.replace(/^\/v1(?=\/)/, '').replace(/(.)\/$/, '$1')
     const matching = this.templates.filter(({ pattern }) => pattern.test(plain))
     const withMethod = matching.find(
       ({ template }) => verb !== undefined && this.doc.paths[template]?.[verb] !== undefined,
