@@ -3,13 +3,13 @@
 // haproxy against one. On this 2-core machine the second shows what the balancer costs, not
 // scaling: the instances, PostgreSQL, haproxy and wrk share two cores.
 // Usage: bun bench/postgres.ts [--duration 3] [--reps 5] [--no-build]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { SQL } from 'bun'
 import { freePort, startPostgres } from '../scripts/postgres-server'
-import { haproxyConfig } from '../test/helpers/cluster'
+import { startBalancer } from '../test/helpers/cluster'
 import { cpuSeconds, cpuSecondsOfCommand, median, type Spawned, spawnServer } from './lib/process'
 import { BINARY, buildBinary } from './lib/roster'
 import { ensureWrk, runWrk } from './lib/wrk'
@@ -148,9 +148,7 @@ async function main() {
     const ports = [await freePort(), await freePort()]
     for (const [i, port] of ports.entries()) servers.push(await rosterServe(port, `two-${i}`))
     const listen = await freePort()
-    const config = join(dir, 'haproxy.cfg')
-    writeFileSync(config, haproxyConfig(listen, ports, 'roundrobin'))
-    haproxy = Bun.spawn(['haproxy', '-f', config, '-db'], { stdio: ['ignore', 'ignore', 'ignore'] })
+    haproxy = startBalancer('haproxy', listen, ports, dir, 'roundrobin')
     const balanced = `http://127.0.0.1:${listen}`
     for (let tries = 0; tries < 100; tries += 1) {
       if ((await fetch(`${balanced}/health`).catch(() => null))?.status === 200) break

@@ -68,8 +68,8 @@ ${onLoopback(readmeConfig('nginx'), listen, ports)}
 `
 }
 
-/** Starts the balancer on `listen`; the process is killed with the cluster. */
-function startBalancer(
+/** Starts the balancer on `listen` with README's configuration (its config and log in `dir`). */
+export function startBalancer(
   kind: 'haproxy' | 'nginx',
   listen: number,
   ports: number[],

@@ -21,6 +21,16 @@ export function testPostgres(): Promise<{ url: string; own: PostgresServer | nul
   return server
 }
 
+/** One statement on a connection of its own, closed after (tests reading what instances wrote). */
+export async function queryOnce<T>(url: string, text: string): Promise<T[]> {
+  const sql = new SQL(url, { max: 1 })
+  try {
+    return (await sql.unsafe(text)) as T[]
+  } finally {
+    await sql.close()
+  }
+}
+
 let databases = 0
 
 /**
@@ -30,17 +40,13 @@ let databases = 0
 export async function freshDatabase(): Promise<{ url: string } & AsyncDisposable> {
   const { url } = await testPostgres()
   const name = `roster_test_${process.pid}_${++databases}`
-  const admin = new SQL(url, { max: 1 })
-  await admin.unsafe(`CREATE DATABASE ${name}`)
-  await admin.close()
+  await queryOnce(url, `CREATE DATABASE ${name}`)
   const target = new URL(url)
   target.pathname = `/${name}`
   return {
     url: target.toString(),
     async [Symbol.asyncDispose]() {
-      const dropper = new SQL(url, { max: 1 })
-      await dropper.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await dropper.close()
+      await queryOnce(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     },
   }
 }
@@ -49,7 +55,5 @@ export async function freshDatabase(): Promise<{ url: string } & AsyncDisposable
 export async function dropDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1)
   const { url: serverUrl } = await testPostgres()
-  const admin = new SQL(serverUrl, { max: 1 })
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-  await admin.close()
+  await queryOnce(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
 }

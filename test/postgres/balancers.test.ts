@@ -1,6 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { SQL } from 'bun'
 import { type Cluster, startCluster, until } from '../helpers/cluster'
+import { queryOnce } from '../helpers/postgres'
 
 // README's haproxy and nginx configurations, read from README.md itself, in front of two
 // binaries on one PostgreSQL database and one bucket: what each line promises, held.
@@ -8,13 +8,11 @@ import { type Cluster, startCluster, until } from '../helpers/cluster'
 setDefaultTimeout(60_000)
 
 async function pendingObjects(cluster: Cluster): Promise<number> {
-  const sql = new SQL(cluster.databaseUrl, { max: 1 })
-  try {
-    const [row] = (await sql`SELECT count(*)::int AS n FROM pending_objects`) as { n: number }[]
-    return row?.n ?? 0
-  } finally {
-    await sql.close()
-  }
+  const [row] = await queryOnce<{ n: number }>(
+    cluster.databaseUrl,
+    'SELECT count(*)::int AS n FROM pending_objects',
+  )
+  return row?.n ?? 0
 }
 
 const MiB = 1024 * 1024

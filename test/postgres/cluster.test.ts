@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { SQL } from 'bun'
 import { runBinary } from '../helpers/binary'
 import { type Cluster, startCluster, until } from '../helpers/cluster'
+import { queryOnce } from '../helpers/postgres'
 import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
 // Several instances of the compiled binary on one PostgreSQL database and one bucket, behind
@@ -36,14 +36,7 @@ async function call(
 
 const urls = (cluster: Cluster) => cluster.instances.map((instance) => instance.url)
 
-async function query<T>(cluster: Cluster, text: string): Promise<T[]> {
-  const sql = new SQL(cluster.databaseUrl, { max: 1 })
-  try {
-    return (await sql.unsafe(text)) as T[]
-  } finally {
-    await sql.close()
-  }
-}
+const query = <T>(cluster: Cluster, text: string) => queryOnce<T>(cluster.databaseUrl, text)
 
 describe('two instances on one database, behind haproxy', () => {
   test('writes: If-Match, Idempotency-Key and one email, raced one to each instance', async () => {

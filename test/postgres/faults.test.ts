@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { SQL } from 'bun'
 import { startPostgres } from '../../scripts/postgres-server'
 import { startCluster, until } from '../helpers/cluster'
+import { queryOnce } from '../helpers/postgres'
 import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
 // Faults against the compiled binaries behind haproxy: an instance killed under writes, an
@@ -88,26 +88,12 @@ function deliverUntilStopped(base: string, concurrency: number) {
   }
 }
 
-async function queryRows<T>(databaseUrl: string, text: string): Promise<T[]> {
-  const sql = new SQL(databaseUrl, { max: 1 })
-  try {
-    return (await sql.unsafe(text)) as T[]
-  } finally {
-    await sql.close()
-  }
-}
-
 async function storedEmails(databaseUrl: string): Promise<Map<string, number>> {
-  const sql = new SQL(databaseUrl, { max: 1 })
-  try {
-    const rows = (await sql`SELECT email, count(*)::int AS n FROM users GROUP BY email`) as {
-      email: string
-      n: number
-    }[]
-    return new Map(rows.map((row) => [row.email, row.n]))
-  } finally {
-    await sql.close()
-  }
+  const rows = await queryOnce<{ email: string; n: number }>(
+    databaseUrl,
+    'SELECT email, count(*)::int AS n FROM users GROUP BY email',
+  )
+  return new Map(rows.map((row) => [row.email, row.n]))
 }
 
 function expectNothingLost(outcomes: Map<string, Outcome>, stored: Map<string, number>) {
@@ -148,7 +134,7 @@ describe('faults behind the balancer', () => {
     await cluster.kill(1)
     const deliveries = deliverUntilStopped(cluster.url, 16)
     await until(async () => {
-      const [row] = await queryRows<{ n: number }>(
+      const [row] = await queryOnce<{ n: number }>(
         cluster.databaseUrl,
         "SELECT count(*)::int AS n FROM webhook_events WHERE status = 'processed'",
       )
@@ -156,16 +142,16 @@ describe('faults behind the balancer', () => {
     }, 30_000)
     // Frozen mid-drain, then killed: what it had claimed and not finished stays leased to it.
     // A worker that has caught up holds nothing between deliveries: thaw it and freeze again.
-    const victim = cluster.instances[0] as { proc: { kill(signal: string): void } }
+    const victim = cluster.instances[0]
     let held: { event_id: string }[] = []
     let freezes = 0
     for (; freezes < 100 && held.length === 0; freezes += 1) {
       if (freezes > 0) {
-        victim.proc.kill('SIGCONT')
+        victim?.proc.kill('SIGCONT')
         await Bun.sleep(5 + Math.random() * 20)
       }
-      victim.proc.kill('SIGSTOP')
-      held = await queryRows<{ event_id: string }>(
+      victim?.proc.kill('SIGSTOP')
+      held = await queryOnce<{ event_id: string }>(
         cluster.databaseUrl,
         `SELECT event_id FROM webhook_events
          WHERE status <> 'processed' AND lease_until > ${Date.now()}`,
@@ -178,13 +164,13 @@ describe('faults behind the balancer', () => {
     // instance's leases when they lapse (30 s).
     await cluster.restart(1)
     await until(async () => {
-      const [row] = await queryRows<{ n: number }>(
+      const [row] = await queryOnce<{ n: number }>(
         cluster.databaseUrl,
         "SELECT count(*)::int AS n FROM webhook_events WHERE status <> 'processed'",
       )
       return row?.n === 0
     }, 60_000)
-    const events = await queryRows<{ event_id: string; attempts: number }>(
+    const events = await queryOnce<{ event_id: string; attempts: number }>(
       cluster.databaseUrl,
       'SELECT event_id, attempts FROM webhook_events',
     )
@@ -194,7 +180,7 @@ describe('faults behind the balancer', () => {
     // Handled once: the killed handling never committed, so no event counts two attempts.
     expect(events.filter((row) => row.attempts !== 1)).toEqual([])
     for (const { event_id } of held) expect(stored.get(event_id)).toBe(1)
-    const [users] = await queryRows<{ n: number; distinct: number }>(
+    const [users] = await queryOnce<{ n: number; distinct: number }>(
       cluster.databaseUrl,
       "SELECT count(*)::int AS n, count(DISTINCT email)::int AS distinct FROM users WHERE email LIKE 'evt_kill_%'",
     )
