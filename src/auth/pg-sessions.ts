@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { type Stored, withIsoTimestamps } from '../db/postgres/timestamps'
 import {
   ACCESS_TOKEN_PREFIX,
   ACCESS_TOKEN_TTL_MS,
@@ -25,13 +26,13 @@ export function createPgCredentialStore(pool: SQL, now: () => number): Credentia
   // The credential and its user in one round trip; bigint columns come back as float8 numbers.
   // `table` is one of two literals, never client input.
   const find = async (table: 'sessions' | 'access_tokens', id: string) => {
-    const [row] = await pool.unsafe<Found[]>(
+    const [row] = await pool.unsafe<Stored<Found>[]>(
       `SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version,
               c.expires_at::float8 AS expires_at
        FROM ${table} c JOIN users u ON u.id = c.user_id WHERE c.id = $1`,
       [id],
     )
-    return row ?? null
+    return row === undefined ? null : withIsoTimestamps<Found>(row)
   }
 
   return {

@@ -1,6 +1,7 @@
 import type { SQL } from 'bun'
 import { countOf } from '../db/postgres/page'
 import { lookupText } from '../db/postgres/text'
+import { type Stored, withIsoTimestamps } from '../db/postgres/timestamps'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
 import {
@@ -41,9 +42,9 @@ export function createPgUserWrites(
   inTransaction: <T>(work: (tx: Queries) => Promise<T>) => Promise<T>,
 ): UserWrites {
   async function lockGuarded(tx: Queries, id: number, guard: WriteGuard): Promise<UserRecord> {
-    const [current] = await tx<UserRecord[]>`
+    const [current] = await tx<Stored<UserRecord>[]>`
       SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8 FOR UPDATE`
-    return checkGuard(current, guard)
+    return checkGuard(current && withIsoTimestamps(current), guard)
   }
 
   return {
@@ -51,13 +52,13 @@ export function createPgUserWrites(
       const at = now().toISOString()
       const [created] = await uniqueEmail(
         input.email,
-        q<UserRecord[]>`
+        q<Stored<UserRecord>[]>`
           INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
                   ${input.passwordHash}, ${at}, ${at})
           RETURNING id, name, email, created_at, updated_at, version`,
       )
-      return created as UserRecord
+      return withIsoTimestamps(created as Stored<UserRecord>)
     },
 
     update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord> {
@@ -66,7 +67,7 @@ export function createPgUserWrites(
         const email = changes.email ?? null
         const [updated] = await uniqueEmail(
           changes.email,
-          tx<UserRecord[]>`
+          tx<Stored<UserRecord>[]>`
             UPDATE users SET
               name = coalesce(${changes.name?.trim() ?? null}::text, name),
               email = coalesce(${email}::text, email),
@@ -82,7 +83,7 @@ export function createPgUserWrites(
           await tx`DELETE FROM sessions WHERE user_id = ${id}`
           await tx`DELETE FROM access_tokens WHERE user_id = ${id}`
         }
-        return updated as UserRecord
+        return withIsoTimestamps(updated as Stored<UserRecord>)
       })
     },
 
@@ -116,15 +117,15 @@ export function createPgUserStore(
     inUnit: (tx) => createPgUserWrites(tx, now, (work) => work(tx)),
 
     async get(id) {
-      const [row] = await pool<UserRecord[]>`
+      const [row] = await pool<Stored<UserRecord>[]>`
         SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8`
-      return row ?? null
+      return row === undefined ? null : withIsoTimestamps(row)
     },
 
     async list(request) {
       // One statement, so the page and the total are one snapshot; the total's row is there
       // even when the page is empty.
-      const rows = await pool<(User & { total: string })[]>`
+      const rows = await pool<(Stored<User> & { total: string })[]>`
         WITH counted AS (SELECT count(*) AS total FROM users)
         SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
           SELECT id, name, email, created_at, updated_at FROM users
@@ -137,8 +138,8 @@ export function createPgUserStore(
           id,
           name,
           email,
-          created_at,
-          updated_at,
+          created_at: created_at.toISOString(),
+          updated_at: updated_at.toISOString(),
         }))
       return { data, total }
     },
@@ -156,12 +157,12 @@ export function createPgUserStore(
     },
 
     async withPasswordHash(userId) {
-      const [row] = await pool<(UserRecord & { password_hash: string | null })[]>`
+      const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
         SELECT id, name, email, created_at, updated_at, version, password_hash
         FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
       const { password_hash: passwordHash, ...user } = row
-      return { user, passwordHash }
+      return { user: withIsoTimestamps<UserRecord>(user), passwordHash }
     },
 
     async emailsTaken(emails) {
@@ -231,10 +232,10 @@ function searchUsers(pool: SQL, request: SearchRequest): Promise<SearchResult> {
     )
     const total = counted?.n ?? 0
     if (cursor === undefined) {
-      const rows = await all<User>(
+      const rows = await all<Stored<User>>(
         `SELECT ${columns} FROM users WHERE true${and} ORDER BY id LIMIT ${limit + 1} OFFSET ${request.offset}`,
       )
-      const data = rows.slice(0, limit)
+      const data = rows.slice(0, limit).map(withIsoTimestamps<User>)
       const last = data.at(-1)
       return {
         data,
@@ -245,14 +246,15 @@ function searchUsers(pool: SQL, request: SearchRequest): Promise<SearchResult> {
       }
     }
     const forward = cursor.direction === 'after'
-    const rows = await all<User>(
+    const rows = await all<Stored<User>>(
       forward
         ? `SELECT ${columns} FROM users WHERE id > ${next()}::int8${and} ORDER BY id LIMIT ${limit + 1}`
         : `SELECT ${columns} FROM users WHERE id < ${next()}::int8${and} ORDER BY id DESC LIMIT ${limit + 1}`,
       [cursor.id],
     )
     const more = rows.length > limit
-    const data = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse()
+    const page = rows.slice(0, limit).map(withIsoTimestamps<User>)
+    const data = forward ? page : page.reverse()
     const first = data[0]?.id ?? (forward ? cursor.id + 1 : cursor.id)
     const last = data.at(-1)?.id ?? (forward ? cursor.id : cursor.id - 1)
     const exists = async (comparison: '<' | '>', at: number) =>
@@ -284,13 +286,13 @@ async function* exportBatches(pool: SQL): AsyncIterable<readonly ExportedUser[]>
     let after = 0
     const base = EXPORT_SQL.replace(' ORDER BY id', '')
     for (;;) {
-      const batch = await reserved.unsafe<ExportedUser[]>(
+      const batch = await reserved.unsafe<Stored<ExportedUser>[]>(
         `${base} WHERE id > $1 ORDER BY id LIMIT ${EXPORT_BATCH}`,
         [after],
       )
       if (batch.length === 0) break
-      yield [...batch]
-      after = (batch.at(-1) as ExportedUser).id
+      yield batch.map(withIsoTimestamps<ExportedUser>)
+      after = (batch.at(-1) as Stored<ExportedUser>).id
     }
   } finally {
     await reserved`ROLLBACK`.catch(() => {})

@@ -4,6 +4,7 @@ import { DatabaseOpenError } from '../../src/db/client'
 import { connectPostgres, openPostgres, redactUrl } from '../../src/db/postgres/client'
 import { runPgMigrations } from '../../src/db/postgres/migrate'
 import { embeddedMigrations } from '../../src/db/postgres/migrations.gen'
+import { createPgUserStore } from '../../src/users/pg-store'
 import { freshDatabase } from '../helpers/postgres'
 
 describe('PostgreSQL migrations', () => {
@@ -59,6 +60,31 @@ describe('PostgreSQL migrations', () => {
       await newer.catch(() => {})
       const [row] = await sql`SELECT count(*)::int AS n FROM "__drizzle_migrations"`
       expect(row.n).toBe(embeddedMigrations.length + 1)
+    } finally {
+      await sql.close()
+    }
+  })
+
+  test('users written before 0001 keep their instants, read back as the same ISO text', async () => {
+    await using database = await freshDatabase()
+    const sql = new SQL(database.url, { max: 1 })
+    try {
+      const [init] = embeddedMigrations
+      await runPgMigrations(sql, [init as (typeof embeddedMigrations)[number]])
+      await sql`INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES
+        ('Ada', 'ada@example.com', 'ada@example.com', '2026-01-02T03:04:05.678Z', '2026-11-24T00:00:00.001Z')`
+      expect((await runPgMigrations(sql)).applied).toEqual(
+        embeddedMigrations.slice(1).map((migration) => migration.tag),
+      )
+      const [column] = await sql`
+        SELECT data_type, datetime_precision FROM information_schema.columns
+        WHERE table_name = 'users' AND column_name = 'created_at'`
+      expect(column).toEqual({ data_type: 'timestamp with time zone', datetime_precision: 3 })
+      const user = await createPgUserStore(sql, () => new Date()).get(1)
+      expect(user).toMatchObject({
+        created_at: '2026-01-02T03:04:05.678Z',
+        updated_at: '2026-11-24T00:00:00.001Z',
+      })
     } finally {
       await sql.close()
     }

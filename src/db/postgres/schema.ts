@@ -7,6 +7,7 @@ import {
   pgTable,
   primaryKey,
   text,
+  timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core'
 
@@ -28,8 +29,11 @@ export const users = pgTable('users', {
   emailKey: text('email_key').notNull().unique('users_email_key_unique'),
   passwordHash: text('password_hash'),
   version: integer('version').notNull().default(1),
-  createdAt: text('created_at').notNull(),
-  updatedAt: text('updated_at').notNull(),
+  // timestamptz(3), where SQLite keeps ISO text: 8 bytes instead of 25 make a row a fifth
+  // narrower, and a page's total is a count that reads every row (0001_user_timestamps).
+  // Milliseconds, as the API shows them; src/db/postgres/timestamps.ts turns them back into text.
+  createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
 })
 
 export const idempotencyKeys = pgTable(
