@@ -13,9 +13,9 @@ import {
 
 /**
  * The PostgreSQL schema: the same tables and columns as `db/schema.ts` (SQLite), with epoch
- * milliseconds as `bigint` and ids as identities (never handed out again, like AUTOINCREMENT;
- * `by default`, so `roster copy` can keep a copied row's id).
- * `test/db/postgres/schema.test.ts` fails when the two diverge. Tables and columns only a shared
+ * milliseconds as `bigint`, users' ISO timestamps as `timestamptz(3)` and ids as identities
+ * (never handed out again, like AUTOINCREMENT; `by default`, so `roster copy` can keep a copied
+ * row's id). `test/db/schemas.test.ts` fails when the two diverge (names and nullability). Tables and columns only a shared
  * database needs are listed in SHARED_ONLY below.
  */
 
