@@ -116,6 +116,7 @@ function routeInputs(deps: Deps) {
       users,
       idempotency: deps.idempotency,
       transaction: deps.transaction,
+      confirmPassword: deps.authenticator.confirmPassword,
       config,
     },
     account: {

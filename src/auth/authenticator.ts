@@ -103,17 +103,29 @@ export function createAuthenticator(deps: {
     password: string,
     ip: string,
   ): Promise<{ id: number; passwordHash: string } | null> {
+    return await limited(address, ip, async () => {
+      const user = await deps.users.byEmail(address)
+      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+      if (user === null || user.passwordHash === null || !ok) return null
+      return { id: user.id, passwordHash: user.passwordHash }
+    })
+  }
+
+  /**
+   * One password check under the login limiter: let through or 429, then settled as a failure
+   * (null) or a success. Every check of a password a caller types goes through here.
+   */
+  async function limited<T>(
+    address: string,
+    ip: string,
+    check: () => Promise<T | null>,
+  ): Promise<T | null> {
     const attempt = await deps.limiter.attempt(address, ip)
     if ('retryAfter' in attempt) throw tooManyAttempts(attempt.retryAfter)
     try {
-      const user = await deps.users.byEmail(address)
-      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
-      if (user === null || user.passwordHash === null || !ok) {
-        await attempt.failed()
-        return null
-      }
-      await attempt.succeeded()
-      return { id: user.id, passwordHash: user.passwordHash }
+      const outcome = await check()
+      await (outcome === null ? attempt.failed() : attempt.succeeded())
+      return outcome
     } finally {
       attempt.abandoned()
     }
@@ -139,6 +151,22 @@ export function createAuthenticator(deps: {
 
   return {
     signIn,
+    /**
+     * Whether `password` is the account's current one (`current_password` on a credential
+     * change): checked under the login limiter for the account's address, so guessing it with a
+     * stolen token is as limited as guessing at /login. RATE_LIMITED when over the limit.
+     */
+    async confirmPassword(
+      account: { email: string; passwordHash: string },
+      password: string,
+      ip: string,
+    ): Promise<boolean> {
+      const address = account.email.toLowerCase()
+      const ok = await limited(address, ip, async () =>
+        (await verifyPassword(password, account.passwordHash)) ? true : null,
+      )
+      return ok === true
+    },
     /**
      * Who presented what: null when nothing this route takes was presented. Throws (rejects)
      * UNAUTHORIZED for a credential that is wrong, expired or revoked.

@@ -42,7 +42,7 @@ interface CachedVerification {
  * Remembers recently verified Basic credentials for a minute, so argon2 (tens of ms and 64 MiB)
  * does not run on every request. Entries are keyed by a hash of email and password under a
  * key that lives only in this process, and hold the password hash that was checked: a password
- * change (a new hash) drops the entry on its next use.
+ * change (a new hash), an email change or a deletion drops the entry on its next use.
  */
 export class BasicCache {
   private readonly key = randomBytes(32).toString('base64')
@@ -62,7 +62,14 @@ export class BasicCache {
     const entry = this.entries.get(id)
     if (entry === undefined) return null
     const current = entry.expiresAt > this.now() ? await load(entry.userId) : null
-    if (current === null || current.passwordHash !== entry.passwordHash) {
+    // The account as it is now must still be the one verified: the same password hash and the
+    // same email (an email change makes the old address a stranger at once, on every instance:
+    // each use reads the row).
+    if (
+      current === null ||
+      current.passwordHash !== entry.passwordHash ||
+      current.user.email.toLowerCase() !== credentials.email.toLowerCase()
+    ) {
       this.entries.delete(id)
       return null
     }

@@ -1,7 +1,15 @@
 import type { ErrorDetail } from './errors'
 
 /** Fields whose values never appear in an error answer, whatever their shape. */
-const SECRET_FIELDS = new Set(['password', 'pass', 'secret', 'token', 'api_key', 'key'])
+const SECRET_FIELDS = new Set([
+  'password',
+  'current_password',
+  'pass',
+  'secret',
+  'token',
+  'api_key',
+  'key',
+])
 
 /** Stands for a secret's value in `received`: says nothing of it, not even its length. */
 export const REDACTED = '[redacted]'
@@ -37,6 +45,7 @@ export function receivedText(value: unknown): string | undefined {
 /**
  * JSON text of a value that stops at `budget` characters and `depth` levels, so a hostile
  * input (1 MB strings, 100,000 nested arrays) costs little and cannot overflow the stack.
+ * Secret fields show as REDACTED.
  */
 function preview(value: unknown, depth: number, budget: number): string {
   if (value === null || typeof value !== 'object') {
@@ -51,7 +60,12 @@ function preview(value: unknown, depth: number, budget: number): string {
     if (out.length >= budget) break
     const item = (value as Record<string, unknown>)[key]
     const prefix = (first ? '' : ',') + (isArray ? '' : `${JSON.stringify(key)}:`)
-    out += prefix + preview(item, depth - 1, budget - out.length - prefix.length)
+    // A secret inside an object shown whole (a body that fails as a whole) stays hidden too.
+    const shown =
+      !isArray && isSecretField(key)
+        ? JSON.stringify(REDACTED)
+        : preview(item, depth - 1, budget - out.length - prefix.length)
+    out += prefix + shown
     first = false
   }
   return out.length >= budget ? out.slice(0, budget) : out + (isArray ? ']' : '}')

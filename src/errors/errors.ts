@@ -28,6 +28,11 @@ export const ERROR_CODES = {
     summary: 'The credential is valid but may not do this.',
     help: 'Also the answer to a cross-site form post or a cookie-carrying request from an origin that is not allowed (CSRF protection).',
   },
+  REAUTHENTICATION_REQUIRED: {
+    status: 403,
+    summary: 'Changing this needs the account’s current password.',
+    help: 'The password or email of an account that can sign in changes only with an API key, an admin, or the account’s own credential together with `current_password` in the same body. A token alone is not enough: a stolen token must not become the account. Send `current_password` (wrong or missing gives this answer; wrong ones count as failed sign-ins).',
+  },
   NOT_FOUND: {
     status: 404,
     summary: 'No such route or record.',
@@ -57,6 +62,11 @@ export const ERROR_CODES = {
     status: 415,
     summary: 'The Content-Type is not one this route reads.',
     help: 'JSON routes take application/json (PATCH also application/merge-patch+json), in UTF-8: a charset parameter naming another encoding is refused.',
+  },
+  MISDIRECTED_REQUEST: {
+    status: 421,
+    summary: 'This server does not answer for that host name.',
+    help: 'While /users is open (no credentials needed), roster answers only requests addressed to a loopback name (localhost, 127.0.0.0/8, [::1]) or to the host of --public-url, so that a web page cannot reach it through a DNS name it controls (DNS rebinding). Use http://localhost:PORT, set --public-url, or run with --users-access protected.',
   },
   VALIDATION_ERROR: {
     status: 422,

@@ -13,6 +13,11 @@ export function usersAccess(mode: 'open' | 'protected') {
   return {
     read: guard,
     write: guard,
+    /**
+     * PUT and PATCH: in open mode too, a credential sent along is read (optionally), since
+     * who asks decides whether a password or email may change (see credential-changes.ts).
+     */
+    update: isProtected ? guard : { auth: { schemes: ANY_SCHEME, optional: true } },
     readDocs: docs,
     writeDocs: docs,
     mayWrite(set: object, targetId?: number): void {

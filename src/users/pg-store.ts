@@ -10,6 +10,7 @@ import {
   EXPORT_SQL,
   type ExportedUser,
   emailKey,
+  type GuardedRow,
   type NewUser,
   type UserChanges,
   type UserRecord,
@@ -42,8 +43,10 @@ export function createPgUserWrites(
   inTransaction: <T>(work: (tx: Queries) => Promise<T>) => Promise<T>,
 ): UserWrites {
   async function lockGuarded(tx: Queries, id: number, guard: WriteGuard): Promise<UserRecord> {
-    const [current] = await tx<Stored<UserRecord>[]>`
-      SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8 FOR UPDATE`
+    const [current] = await tx<Stored<GuardedRow>[]>`
+      SELECT id, name, email, created_at, updated_at, version,
+             password_hash IS NOT NULL AS can_sign_in
+      FROM users WHERE id = ${id}::int8 FOR UPDATE`
     return checkGuard(current && withIsoTimestamps(current), guard)
   }
 

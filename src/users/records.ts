@@ -28,6 +28,17 @@ export interface WriteGuard {
   versions: readonly number[] | null
   /** Read-only fields echoed back in a PUT body; each must match the record. */
   echo?: { id?: number; created_at?: string; updated_at?: string }
+  /**
+   * Thrown when the account can sign in at the moment of the write (it has a password): a
+   * caller allowed to set the password or email only of an account that cannot sign in. Checked
+   * on the locked row, so an account that gains a password meanwhile is not taken over.
+   */
+  refuseIfCanSignIn?: Error
+}
+
+/** A row as a guarded write reads it (locked): the record and whether it can sign in. */
+export interface GuardedRow extends UserRecord {
+  can_sign_in: boolean | number
 }
 
 export interface UserFilters {
@@ -74,8 +85,11 @@ export function emailKey(email: string): string {
  * hold locked): NOT_FOUND when there is none, PRECONDITION_FAILED when If-Match names another
  * version, VALIDATION_ERROR when an echoed read-only field differs.
  */
-export function checkGuard(current: UserRecord | null | undefined, guard: WriteGuard): UserRecord {
+export function checkGuard(current: GuardedRow | null | undefined, guard: WriteGuard): UserRecord {
   if (current === null || current === undefined) throw notFound('No user with this id')
+  if (guard.refuseIfCanSignIn !== undefined && current.can_sign_in) {
+    throw guard.refuseIfCanSignIn
+  }
   if (guard.versions !== null && !guard.versions.includes(current.version)) {
     throw preconditionFailed()
   }
@@ -89,5 +103,6 @@ export function checkGuard(current: UserRecord | null | undefined, guard: WriteG
       ),
     )
   }
-  return current
+  const { can_sign_in: _, ...record } = current
+  return record
 }

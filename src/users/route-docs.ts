@@ -62,6 +62,10 @@ export const WRITE_RESPONSES = {
   200: UserView,
   ...errorResponses(
     'BAD_REQUEST',
+    'UNAUTHORIZED',
+    'FORBIDDEN',
+    'REAUTHENTICATION_REQUIRED',
+    'RATE_LIMITED',
     'NOT_FOUND',
     'CONFLICT',
     'PRECONDITION_FAILED',

@@ -5,7 +5,9 @@ import { principalKey, principalOf } from '../auth/principal'
 import type { Config } from '../config'
 import { parseRowId } from '../db/row-id'
 import type { Transaction } from '../db/unit'
-import { notFound } from '../errors/errors'
+import { fieldDetail } from '../errors/details'
+import { notFound, validationFailed } from '../errors/errors'
+import { clientIp } from '../http/client'
 import { noneMatch } from '../http/conditional'
 import { jsonBody } from '../http/json-body'
 import { documented, errorResponses, headerParameters } from '../http/openapi-schemas'
@@ -16,6 +18,7 @@ import {
   idempotencyKeyOf,
 } from '../idempotency/store'
 import { usersAccess } from './access'
+import { authorizeCredentialChange, type CredentialChangeDeps } from './credential-changes'
 import { etagOf, versionsFromIfMatch } from './etag'
 import { createOnce, replay } from './idempotent-answers'
 import { toView, type WriteGuard } from './records'
@@ -47,7 +50,16 @@ export interface UsersRouteInputs {
   users: UserStore
   idempotency: IdempotencyStore
   transaction: Transaction<{ users: UserWrites; idempotency: IdempotencyClaims }>
-  config: Pick<Config, 'publicUrl' | 'usersAccess'>
+  /** Checks a `current_password` (see Authenticator.confirmPassword). */
+  confirmPassword: CredentialChangeDeps['confirmPassword']
+  config: Pick<Config, 'publicUrl' | 'usersAccess' | 'trustProxy'>
+}
+
+type UpdateBody = {
+  name?: string
+  email?: string
+  password?: string
+  current_password?: string
 }
 
 /**
@@ -59,21 +71,41 @@ export function usersRoutes(
   prefix: '' | '/v1' | '/v2',
   version: ApiVersion,
 ) {
-  const { auth, users, idempotency, transaction, config } = inputs
+  const { auth, users, idempotency, transaction, confirmPassword, config } = inputs
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
-  /** PUT and PATCH: the caller may write, the password is hashed, the guarded update runs. */
+  /**
+   * PUT and PATCH: the caller may write this record, and may change its password or email
+   * (section 11); the password is hashed; the guarded update runs.
+   */
   async function applyUpdate(
     rawId: string,
-    body: { name?: string; email?: string; password?: string },
-    set: Context['set'],
+    body: UpdateBody,
+    context: Pick<Context, 'set' | 'request' | 'server'>,
     guard: WriteGuard,
   ) {
+    const { set, request, server } = context
     const id = parseUserId(rawId)
     access.mayWrite(set, id)
+    if (body.name === undefined && body.email === undefined && body.password === undefined) {
+      throw validationFailed([
+        fieldDetail('body', 'must contain at least one of name, email, password', body),
+      ])
+    }
+    const credentialGuard = await authorizeCredentialChange(
+      principalOf(set),
+      id,
+      { password: body.password, email: body.email, currentPassword: body.current_password },
+      () => clientIp(request, server, config.trustProxy),
+      { users, confirmPassword },
+    )
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
-    const user = await users.update(id, { name: body.name, email: body.email, passwordHash }, guard)
+    const user = await users.update(
+      id,
+      { name: body.name, email: body.email, passwordHash },
+      { ...guard, ...credentialGuard },
+    )
     set.headers.etag = etagOf(user)
     return toView(user)
   }
@@ -178,13 +210,18 @@ export function usersRoutes(
     )
     .put(
       '/users/:id',
-      ({ params, body, request, set }) =>
-        applyUpdate(params.id, body, set, {
-          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
-          echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
-        }),
+      ({ params, body, request, set, server }) =>
+        applyUpdate(
+          params.id,
+          body,
+          { set, request, server },
+          {
+            versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+            echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
+          },
+        ),
       {
-        ...access.write,
+        ...access.update,
         parse: jsonBody(),
         body: ReplaceUserBody,
         detail: {
@@ -194,18 +231,21 @@ export function usersRoutes(
           ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
-            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412.',
+            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
         },
       },
     )
     .patch(
       '/users/:id',
-      ({ params, body, request, set }) =>
-        applyUpdate(params.id, body, set, {
-          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
-        }),
+      ({ params, body, request, set, server }) =>
+        applyUpdate(
+          params.id,
+          body,
+          { set, request, server },
+          { versions: versionsFromIfMatch(request.headers.get('if-match'), params.id) },
+        ),
       {
-        ...access.write,
+        ...access.update,
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
         body: PatchUserBody,
         detail: {
@@ -215,7 +255,7 @@ export function usersRoutes(
           ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
-            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412.',
+            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
         },
       },
     )

@@ -63,6 +63,13 @@ const Password = t.String({
   description: 'Write-only: stored as an argon2id hash, never returned.',
 })
 
+const CurrentPassword = t.String({
+  maxLength: 1024,
+  error: 'must be at most 1024 characters',
+  description:
+    'Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email.',
+})
+
 export const CreateUserBody = t.Object(
   { name: Name, email: EmailFormat, password: t.Optional(Password) },
   { additionalProperties: false },
@@ -74,6 +81,7 @@ export const ReplaceUserBody = t.Object(
     name: Name,
     email: EmailFormat,
     password: t.Optional(Password),
+    current_password: t.Optional(CurrentPassword),
     id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
     created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
     updated_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
@@ -82,7 +90,12 @@ export const ReplaceUserBody = t.Object(
 )
 
 export const PatchUserBody = t.Object(
-  { name: t.Optional(Name), email: t.Optional(EmailFormat), password: t.Optional(Password) },
+  {
+    name: t.Optional(Name),
+    email: t.Optional(EmailFormat),
+    password: t.Optional(Password),
+    current_password: t.Optional(CurrentPassword),
+  },
   {
     additionalProperties: false,
     minProperties: 1,

@@ -10,6 +10,7 @@ import {
   type Clock,
   checkGuard,
   emailKey,
+  type GuardedRow,
   type NewUser,
   RECORD_COLUMNS,
   type UserChanges,
@@ -59,8 +60,8 @@ export function createSqliteUserStore(
   const byId = sqlite.query<UserRecord, [number]>(
     `SELECT ${RECORD_COLUMNS} FROM users WHERE id = ?`,
   )
-  const currentById = writer.query<UserRecord, [number]>(
-    `SELECT ${RECORD_COLUMNS} FROM users WHERE id = ?`,
+  const currentById = writer.query<GuardedRow, [number]>(
+    `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
   )
   const currentByEmailKey = writer.query<{ id: number }, [string]>(
     'SELECT id FROM users WHERE email_key = ?',

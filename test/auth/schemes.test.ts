@@ -119,7 +119,8 @@ describe('a password change', () => {
     const ada = await signedIn(t)
     const bob = await signedIn(t, 'bob@example.com')
     const patch = await t.call('PATCH', `/users/${ada.userId}`, {
-      json: { password: 'a brand new password' },
+      json: { password: 'a brand new password', current_password: PASSWORD },
+      headers: { authorization: `Bearer ${ada.token}` },
     })
     expect(patch.status).toBe(200)
     await expect401(t, '/me', { authorization: `Bearer ${ada.token}` }, 'Bearer')
@@ -161,7 +162,10 @@ describe('Basic on /secure', () => {
     const { userId } = await signedIn(t)
     const old = { authorization: basic('ada@example.com', PASSWORD) }
     expect((await t.get('/secure', { headers: old })).status).toBe(200)
-    await t.call('PATCH', `/users/${userId}`, { json: { password: 'the new password' } })
+    await t.call('PATCH', `/users/${userId}`, {
+      json: { password: 'the new password', current_password: PASSWORD },
+      headers: old,
+    })
     await expect401(t, '/secure', old, 'Basic realm="roster", charset="UTF-8"')
     expect(
       (

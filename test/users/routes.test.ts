@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
+import { basic } from '../helpers/auth'
 
 const ada = { name: 'Ada Lovelace', email: 'ada@example.com' }
 
@@ -264,7 +265,10 @@ describe('PATCH /users/{id}', () => {
     const hash = async () =>
       (await dbQuery<{ h: string }>(t.deps, 'SELECT password_hash AS h FROM users'))[0]?.h
     const before = await hash()
-    await t.call('PATCH', '/users/1', { json: { password: 'second password' } })
+    await t.call('PATCH', '/users/1', {
+      json: { password: 'second password', current_password: 'first password' },
+      headers: { authorization: basic('ada@example.com', 'first password') },
+    })
     expect(await hash()).not.toBe(before)
     expect(await Bun.password.verify('second password', (await hash()) ?? '')).toBe(true)
   })

@@ -1,0 +1,97 @@
+import { unauthorized } from '../auth/authenticator'
+import { ANY_SCHEME, type Principal } from '../auth/principal'
+import { fieldDetail } from '../errors/details'
+import { AppError, notFound } from '../errors/errors'
+import type { WriteGuard } from './records'
+import type { UserStore } from './store'
+
+/** What a PUT or PATCH asks to change about how the account signs in. */
+export interface CredentialChange {
+  password?: string
+  email?: string
+  /** `current_password` from the same body. */
+  currentPassword?: string
+}
+
+export interface CredentialChangeDeps {
+  users: Pick<UserStore, 'withPasswordHash'>
+  /** Checks a typed password under the login limiter (see Authenticator.confirmPassword). */
+  confirmPassword(
+    account: { email: string; passwordHash: string },
+    password: string,
+    ip: string,
+  ): Promise<boolean>
+}
+
+/**
+ * Who may change the password or email of an account that can sign in (CONTRACT.md section
+ * 11): an API key, or the account's own credential together with its current password. Anyone
+ * else may set them only on an account that cannot sign in yet, and the write checks that again
+ * on the locked row (the guard returned here). Anonymous callers get 401, other users 403, the
+ * account itself without (or with a wrong) current password 403 REAUTHENTICATION_REQUIRED.
+ */
+export async function authorizeCredentialChange(
+  principal: Principal | null,
+  targetId: number,
+  change: CredentialChange,
+  ipOf: () => string,
+  deps: CredentialChangeDeps,
+): Promise<Pick<WriteGuard, 'refuseIfCanSignIn'>> {
+  if (change.password === undefined && change.email === undefined) return {}
+  if (principal?.kind === 'apiKey') return {}
+  const target = await deps.users.withPasswordHash(targetId)
+  if (target === null) throw notFound('No user with this id')
+  const emailChanges = change.email !== undefined && change.email !== target.user.email
+  if (change.password === undefined && !emailChanges) return {}
+  const { passwordHash } = target
+  if (principal?.kind === 'user' && principal.userId === targetId && passwordHash !== null) {
+    await requireCurrentPassword(
+      { email: target.user.email, passwordHash },
+      change.currentPassword,
+      ipOf,
+      deps,
+    )
+    return {}
+  }
+  const refusal = principal === null ? anonymousRefusal() : othersRefusal()
+  if (passwordHash !== null) throw refusal
+  return { refuseIfCanSignIn: refusal }
+}
+
+async function requireCurrentPassword(
+  account: { email: string; passwordHash: string },
+  given: string | undefined,
+  ipOf: () => string,
+  deps: CredentialChangeDeps,
+): Promise<void> {
+  if (given === undefined || given === '') {
+    throw reauthenticationRequired(
+      'is required, with the account’s own credential, to change its password or email',
+    )
+  }
+  if (!(await deps.confirmPassword(account, given, ipOf()))) {
+    throw reauthenticationRequired('does not match the account’s current password', given)
+  }
+}
+
+function reauthenticationRequired(message: string, received?: string): AppError {
+  return new AppError(
+    'REAUTHENTICATION_REQUIRED',
+    'Changing the password or email of this account needs its current password',
+    [fieldDetail('current_password', message, received)],
+  )
+}
+
+function anonymousRefusal(): AppError {
+  return unauthorized(
+    ANY_SCHEME,
+    'This account can sign in: changing its password or email needs its own credential with current_password, or an API key',
+  )
+}
+
+function othersRefusal(): AppError {
+  return new AppError(
+    'FORBIDDEN',
+    'Only the account itself (with current_password) or an API key may change its password or email',
+  )
+}
