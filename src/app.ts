@@ -11,6 +11,7 @@ import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
 import { corsPolicy, optionsRoutes } from './http/cors'
 import { errorHandler } from './http/error-handler'
+import { hostGuard } from './http/host-guard'
 import { jsonResponses } from './http/json-response'
 import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
@@ -53,6 +54,7 @@ export function createApp(
     .use(
       requestPipeline({
         startClock: observers.startClock,
+        refuseForeignHost: hostGuard(deps.config),
         limitRate: rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock),
         refuseCrossSite: csrfGuard(deps.config),
       }),

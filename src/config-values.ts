@@ -100,3 +100,14 @@ export function parseOrigins(text: string, source: string): '*' | readonly strin
     }),
   )
 }
+
+const LOOPBACK_IPV4 = /^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$/
+
+/**
+ * Whether a host name or address is loopback: `localhost`, 127.0.0.0/8 or ::1 (bracketed or
+ * not). Only such an address is reachable from this machine alone.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const name = host.toLowerCase()
+  return name === 'localhost' || name === '::1' || name === '[::1]' || LOOPBACK_IPV4.test(name)
+}

@@ -3,6 +3,7 @@ import {
   ConfigError,
   GIB,
   invalid,
+  isLoopbackHost,
   MIB,
   oneOf,
   parseBoolean,
@@ -48,8 +49,11 @@ interface OptionSpec<K extends keyof Config> {
   key: K
   flag: string
   env: readonly string[]
-  /** The value used when neither flag nor env is given, and how --help shows it. */
-  fallback: () => Config[K]
+  /**
+   * The value used when neither flag nor env is given (it may depend on the options listed
+   * before it), and how --help shows it.
+   */
+  fallback: (earlier: Partial<Config>) => Config[K]
   /** A flag without a value (its presence means true); the env var takes true/false. */
   boolean?: true
   defaultText: string
@@ -167,11 +171,12 @@ export const SERVE_OPTIONS = [
   }),
   option({
     key: 'usersAccess',
-    fallback: () => 'open' as const,
+    // Open only where nobody else can reach it: a laptop's loopback address (section 11).
+    fallback: (earlier) => (isLoopbackHost(earlier.host ?? '') ? 'open' : 'protected'),
     flag: 'users-access',
     env: ['ROSTER_USERS_ACCESS'],
-    defaultText: 'open',
-    help: 'open: anyone may use /users; protected: reads need a credential, writes an API key or the user itself',
+    defaultText: 'open on a loopback --host, else protected',
+    help: 'open: anyone may use /users (and only requests to localhost or the --public-url host are answered); protected: reads need a credential, writes an API key or the user itself',
     parse: (text, source) => oneOf(text, source, ['open', 'protected'] as const),
   }),
   option({
@@ -274,7 +279,9 @@ export function loadConfig(flags: Partial<Record<string, string | boolean>>, env
     }
     const envName = spec.env.find((name) => env[name] !== undefined && env[name] !== '')
     values[spec.key] =
-      envName !== undefined ? spec.parse(env[envName] as string, envName) : spec.fallback()
+      envName !== undefined
+        ? spec.parse(env[envName] as string, envName)
+        : spec.fallback(values as Partial<Config>)
   }
   values.webhookSecrets = parseSecrets(env.ROSTER_WEBHOOK_SECRET)
   return Object.freeze(values) as unknown as Config
@@ -282,6 +289,9 @@ export function loadConfig(flags: Partial<Record<string, string | boolean>>, env
 
 /** The config a test or an embedded use gets when it names only what it cares about. */
 export function testConfig(overrides: Partial<Config> & { dataDir: string }): Config {
-  const defaults = Object.fromEntries(SERVE_OPTIONS.map((spec) => [spec.key, spec.fallback()]))
-  return Object.freeze({ ...defaults, webhookSecrets: [], port: 0, ...overrides }) as Config
+  const values: Record<string, unknown> = {}
+  for (const spec of SERVE_OPTIONS) {
+    values[spec.key] = spec.fallback({ ...values, ...overrides } as Partial<Config>)
+  }
+  return Object.freeze({ ...values, webhookSecrets: [], port: 0, ...overrides }) as Config
 }

@@ -26,6 +26,22 @@ describe('loadConfig', () => {
     })
   })
 
+  test('/users is open by default only on a loopback address (section 11)', () => {
+    for (const host of ['127.0.0.1', '127.8.9.10', 'localhost', '::1']) {
+      expect(loadConfig({ host }, {}).usersAccess).toBe('open')
+    }
+    for (const host of ['0.0.0.0', '::', '192.168.1.20', 'roster.internal']) {
+      expect(loadConfig({ host }, {}).usersAccess).toBe('protected')
+      expect(loadConfig({}, { ROSTER_HOST: host }).usersAccess).toBe('protected')
+    }
+    // Open elsewhere only when asked for by name.
+    expect(loadConfig({ host: '0.0.0.0', 'users-access': 'open' }, {}).usersAccess).toBe('open')
+    expect(loadConfig({ host: '0.0.0.0' }, { ROSTER_USERS_ACCESS: 'open' }).usersAccess).toBe(
+      'open',
+    )
+    expect(loadConfig({}, { ROSTER_USERS_ACCESS: 'protected' }).usersAccess).toBe('protected')
+  })
+
   test('flags beat env vars beat defaults; ROSTER_PORT beats PORT', () => {
     expect(loadConfig({}, { PORT: '3000' }).port).toBe(3000)
     expect(loadConfig({}, { PORT: '3000', ROSTER_PORT: '4000' }).port).toBe(4000)

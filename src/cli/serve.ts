@@ -1,4 +1,5 @@
 import { loadConfig } from '../config'
+import { isLoopbackHost } from '../config-values'
 import { VERSION } from '../deps'
 import { createLogger } from '../log'
 import { startServer } from '../server'
@@ -16,8 +17,6 @@ Environment only (kept out of process listings):
 
 SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests finish
 (10 s at most), logs are flushed and the database is closed; the exit code is 0.`
-
-const LOOPBACK = /^(127\.[0-9.]+|::1|\[::1\]|localhost)$/i
 
 /** `roster serve`: runs until SIGTERM or SIGINT. */
 export async function run(
@@ -52,14 +51,14 @@ export async function run(
       'ROSTER_WEBHOOK_SECRET is not set: every webhook delivery will be refused with 400 INVALID_SIGNATURE',
     )
   }
-  if (config.publicUrl === null && !LOOPBACK.test(config.host)) {
+  if (config.publicUrl === null && !isLoopbackHost(config.host)) {
     log.warn(
       `listening on ${config.host} without --public-url: Link headers and documentation_url are built from each request's Host header, which any client can set; behind a proxy or on a network, set --public-url to the address clients use`,
     )
   }
-  if (config.usersAccess === 'open' && !LOOPBACK.test(config.host)) {
+  if (config.usersAccess === 'open' && !isLoopbackHost(config.host)) {
     log.warn(
-      `listening on ${config.host} with /users open: anyone who can reach this address can read and change every user; start with --users-access protected to require credentials`,
+      `listening on ${config.host} with /users open (asked for by name): anyone who can reach this address can read and change every user; only requests to localhost or the --public-url host are answered; drop --users-access open to require credentials`,
     )
   }
   const signal = await new Promise<string>((resolve) => {

@@ -117,3 +117,18 @@ export async function startBinary(
     },
   }
 }
+
+/** Waits (up to `timeoutMs`) for a stderr line containing `text`: warnings follow the startup line. */
+export async function waitForStderr(
+  server: RunningBinary,
+  text: string,
+  timeoutMs = 5000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const line = server.stderr.find((candidate) => candidate.includes(text))
+    if (line !== undefined) return line
+    if (Date.now() > deadline) throw new Error(`no stderr line with ${JSON.stringify(text)}`)
+    await Bun.sleep(10)
+  }
+}
