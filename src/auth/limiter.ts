@@ -1,7 +1,12 @@
 export const LOGIN_WINDOW_MS = 15 * 60 * 1000
 export const MAX_FAILURES_PER_ADDRESS = 10
 export const MAX_FAILURES_PER_IP = 50
-/** Keys kept at most; beyond that the oldest are dropped, so a flood cannot grow memory. */
+/**
+ * How long a password check let through counts as in flight if its outcome never arrives (its
+ * process died): long enough for a check queued behind others for an argon2 slot.
+ */
+export const CHECK_LEASE_MS = 60_000
+/** Keys kept at most in memory; beyond that the oldest are dropped, so a flood cannot grow it. */
 const MAX_KEYS = 100_000
 
 /** A password check that has been let through and must be settled once it is decided. */
@@ -14,15 +19,42 @@ export interface LoginAttempt {
   abandoned(): void
 }
 
+/** When a reservation is decided: now, the window's start, and when its lease would lapse. */
+export interface ReservationWindow {
+  at: number
+  since: number
+  leaseUntil: number
+}
+
+/** What a key's log holds in the window: its failures' times (oldest first) and checks in flight. */
+export interface KeyHistory {
+  failures: number[]
+  inFlight: number
+}
+
 /**
- * Failed sign-ins by key (`a:` an address, `i:` an IP). Written for instances that share a
- * database: a failure is a row, so failures on every instance count against one limit.
+ * Failed sign-ins and the checks in flight, by key (`a:` an address, `i:` an IP). `reserve` is
+ * atomic per key: while `decide` runs for some keys, no other reservation for them is decided,
+ * so N processes sharing the log together let through at most what one would. A shared
+ * database keeps it in rows; one process alone keeps it in memory.
  */
 export interface LoginFailureLog {
-  /** The times of each key's failures after `since`, oldest first (the newest 50 at most). */
-  recent(keys: readonly string[], since: number): Promise<number[][]>
-  record(keys: readonly string[], at: number): Promise<void>
-  clear(key: string): Promise<void>
+  /**
+   * Reads each key's failures after `window.since` and its checks in flight at `window.at`;
+   * when `decide` answers 0, records a check in flight for every key (until `leaseUntil`, in
+   * case its outcome never comes) and returns its id; else the wait `decide` answered (ms).
+   */
+  reserve(
+    keys: readonly string[],
+    window: ReservationWindow,
+    decide: (history: KeyHistory[]) => number,
+  ): Promise<{ reservation: string } | { waitMs: number }>
+  /** The check failed: its in-flight entries become failures at `at`. */
+  fail(reservation: string, at: number): Promise<void>
+  /** The check succeeded: its entries go, and so do `clearKey`'s failures. */
+  succeed(reservation: string, clearKey: string): Promise<void>
+  /** The check broke: its entries go, nothing is counted. */
+  abandon(reservation: string): Promise<void>
 }
 
 /**
@@ -30,18 +62,15 @@ export interface LoginFailureLog {
  * 15-minute window. While either is over its limit, every login for it is refused, the right
  * password included, until enough failures have aged out.
  *
- * A password check takes tens of milliseconds, so many can run at once. Each is let through
- * only by `attempt`, which counts the checks still running as if they had failed already: 50
- * concurrent guesses for one address get at most 10 checks, not 50. When the checks in flight
+ * A password check takes tens of milliseconds, so many can run at once, on one instance or
+ * several. Each is let through only by `attempt`, which counts the checks in flight as if they
+ * had failed already: 50 concurrent guesses for one address get at most 10 checks, not 50, and
+ * on a shared database that holds across every instance together. When the checks in flight
  * are what fills the limit, the wait is a second (their outcome is not known yet).
  */
 export class LoginLimiter {
-  /** Checks running in this process, per key: their tickets, in the order they arrived. */
-  private readonly inFlight = new Map<string, Set<number>>()
-  private nextTicket = 0
-
   constructor(
-    private readonly failures: LoginFailureLog,
+    private readonly log: LoginFailureLog,
     private readonly now: () => number,
   ) {}
 
@@ -49,115 +78,119 @@ export class LoginLimiter {
   async attempt(address: string, ip: string): Promise<LoginAttempt | { retryAfter: number }> {
     const keys = [`a:${address}`, `i:${ip}`] as const
     const limits = [MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_IP]
-    // Taken before anything is awaited, so that checks that start together are decided in the
-    // order they came: each counts the earlier ones still running (not those refused meanwhile).
-    const ticket = this.nextTicket++
-    for (const key of keys) this.hold(key, ticket)
-    let settled = false
-    const release = (): void => {
-      if (settled) return
-      settled = true
-      for (const key of keys) this.drop(key, ticket)
-    }
-    let recent: number[][]
-    try {
-      recent = await this.failures.recent(keys, this.now() - LOGIN_WINDOW_MS)
-    } catch (error) {
-      release()
-      throw error
-    }
     const at = this.now()
-    const wait = Math.max(
-      ...keys.map((key, i) =>
-        waitFor(recent[i] ?? [], this.ahead(key, ticket), limits[i] ?? 0, at),
-      ),
+    const window = { at, since: at - LOGIN_WINDOW_MS, leaseUntil: at + CHECK_LEASE_MS }
+    const outcome = await this.log.reserve(keys, window, (history) =>
+      Math.max(...history.map((key, i) => waitFor(key, limits[i] ?? 0, at))),
     )
-    if (wait > 0) {
-      release()
-      return { retryAfter: Math.ceil(wait / 1000) }
-    }
+    if ('waitMs' in outcome) return { retryAfter: Math.max(1, Math.ceil(outcome.waitMs / 1000)) }
+    const { reservation } = outcome
+    let settled = false
     // The place is freed only once the outcome is stored: never a moment when neither counts.
     const settle = async (store: () => Promise<void>) => {
       if (settled) return
-      try {
-        await store()
-      } finally {
-        release()
-      }
+      settled = true
+      await store()
     }
     return {
-      failed: () => settle(() => this.failures.record(keys, this.now())),
+      failed: () => settle(() => this.log.fail(reservation, this.now())),
       // A successful login clears the address's failures (not the IP's).
-      succeeded: () => settle(() => this.failures.clear(keys[0])),
-      abandoned: release,
+      succeeded: () => settle(() => this.log.succeed(reservation, keys[0])),
+      abandoned: () => {
+        void settle(() => this.log.abandon(reservation)).catch(() => {})
+      },
     }
-  }
-
-  private hold(key: string, ticket: number): void {
-    const tickets = this.inFlight.get(key) ?? new Set<number>()
-    tickets.add(ticket)
-    this.inFlight.set(key, tickets)
-  }
-
-  private drop(key: string, ticket: number): void {
-    const tickets = this.inFlight.get(key)
-    tickets?.delete(ticket)
-    if (tickets?.size === 0) this.inFlight.delete(key)
-  }
-
-  /** How many checks for the key that came before this one are still running. */
-  private ahead(key: string, ticket: number): number {
-    let count = 0
-    for (const other of this.inFlight.get(key) ?? []) if (other < ticket) count += 1
-    return count
   }
 }
 
 /** Milliseconds until a check may run for a key (0: now). */
-function waitFor(recent: readonly number[], ahead: number, limit: number, at: number): number {
-  if (recent.length >= limit) {
+export function waitFor(history: KeyHistory, limit: number, at: number): number {
+  const { failures, inFlight } = history
+  if (failures.length >= limit) {
     // Allowed again once the failure that makes the count reach the limit ages out.
-    const blocking = recent[recent.length - limit] as number
-    return blocking + LOGIN_WINDOW_MS - at
+    const blocking = failures[failures.length - limit] as number
+    return Math.max(1, blocking + LOGIN_WINDOW_MS - at)
   }
-  return recent.length + ahead >= limit ? 1000 : 0
+  return failures.length + inFlight >= limit ? 1000 : 0
+}
+
+interface MemoryKey {
+  failures: number[]
+  /** Reservations in flight and when each lapses. */
+  inFlight: Map<string, number>
 }
 
 /**
- * The failure log of a single server (the SQLite default): in memory, bounded, forgotten on a
- * restart (15 minutes of history at most is what it holds anyway).
+ * The log of a single server (the SQLite default): in memory, bounded, forgotten on a restart
+ * (15 minutes of history at most is what it holds anyway). JavaScript runs one reservation at a
+ * time, so each is atomic by itself, decided in the order the checks arrived.
  */
 export class MemoryLoginFailures implements LoginFailureLog {
-  private readonly failures = new Map<string, number[]>()
+  private readonly keys = new Map<string, MemoryKey>()
+  private readonly reservations = new Map<string, readonly string[]>()
+  private nextId = 0
 
-  recent(keys: readonly string[], since: number): Promise<number[][]> {
-    return Promise.resolve(keys.map((key) => this.live(key, since)))
+  reserve(
+    keys: readonly string[],
+    window: ReservationWindow,
+    decide: (history: KeyHistory[]) => number,
+  ): Promise<{ reservation: string } | { waitMs: number }> {
+    const entries = keys.map((key) => this.live(key, window.since))
+    const waitMs = decide(
+      entries.map((entry) => ({
+        failures: entry.failures,
+        inFlight: [...entry.inFlight.values()].filter((until) => until > window.at).length,
+      })),
+    )
+    if (waitMs > 0) return Promise.resolve({ waitMs })
+    const reservation = String(++this.nextId)
+    for (const entry of entries) entry.inFlight.set(reservation, window.leaseUntil)
+    this.reservations.set(reservation, keys)
+    return Promise.resolve({ reservation })
   }
 
-  record(keys: readonly string[], at: number): Promise<void> {
-    for (const key of keys) {
-      const times = this.live(key, at - LOGIN_WINDOW_MS)
-      times.push(at)
+  fail(reservation: string, at: number): Promise<void> {
+    for (const key of this.release(reservation)) {
+      const entry = this.live(key, at - LOGIN_WINDOW_MS)
+      entry.failures.push(at)
       // Only the newest failures up to the largest limit can ever matter.
-      if (times.length > MAX_FAILURES_PER_IP) times.splice(0, times.length - MAX_FAILURES_PER_IP)
-      this.failures.delete(key)
-      this.failures.set(key, times)
-      if (this.failures.size > MAX_KEYS) {
-        const oldest = this.failures.keys().next().value
-        if (oldest !== undefined) this.failures.delete(oldest)
+      if (entry.failures.length > MAX_FAILURES_PER_IP) {
+        entry.failures.splice(0, entry.failures.length - MAX_FAILURES_PER_IP)
       }
     }
     return Promise.resolve()
   }
 
-  clear(key: string): Promise<void> {
-    this.failures.delete(key)
+  succeed(reservation: string, clearKey: string): Promise<void> {
+    this.release(reservation)
+    this.keys.get(clearKey)?.failures.splice(0)
     return Promise.resolve()
   }
 
-  private live(key: string, since: number): number[] {
-    const live = (this.failures.get(key) ?? []).filter((time) => time > since)
-    if (live.length === 0) this.failures.delete(key)
-    return live
+  abandon(reservation: string): Promise<void> {
+    this.release(reservation)
+    return Promise.resolve()
+  }
+
+  private release(reservation: string): readonly string[] {
+    const keys = this.reservations.get(reservation) ?? []
+    this.reservations.delete(reservation)
+    for (const key of keys) this.keys.get(key)?.inFlight.delete(reservation)
+    return keys
+  }
+
+  /** The key's entry with what has aged out dropped; most recently used keys last. */
+  private live(key: string, since: number): MemoryKey {
+    const entry = this.keys.get(key) ?? { failures: [], inFlight: new Map() }
+    entry.failures = entry.failures.filter((time) => time > since)
+    this.keys.delete(key)
+    this.keys.set(key, entry)
+    if (this.keys.size > MAX_KEYS) {
+      const oldest = this.keys.keys().next().value
+      if (oldest !== undefined && this.keys.get(oldest)?.inFlight.size === 0) {
+        this.keys.delete(oldest)
+      }
+    }
+    return entry
   }
 }

@@ -177,6 +177,31 @@ describe('two instances on one database, behind haproxy', () => {
     }
   })
 
+  test('the login limiter is one budget: 200 concurrent wrong guesses over both instances check at most 10 passwords', async () => {
+    await using cluster = await startCluster()
+    const [a, b] = urls(cluster) as [string, string]
+    await call(a, 'POST', '/users', {
+      json: { name: 'Lin', email: 'lin@example.com', password: PASSWORD },
+    })
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        call(i % 2 === 0 ? a : b, 'POST', '/login', {
+          json: { email: 'lin@example.com', password: `wrong ${i}` },
+        }),
+      ),
+    )
+    const statuses = replies.map((reply) => reply.status)
+    // A 401 is a password that was checked; every other guess was refused before argon2 ran.
+    const checked = statuses.filter((status) => status === 401).length
+    expect(checked).toBeLessThanOrEqual(10)
+    expect(checked).toBeGreaterThan(0)
+    expect(statuses.filter((status) => status === 429).length).toBe(200 - checked)
+    const locked = await call(b, 'POST', '/login', {
+      json: { email: 'lin@example.com', password: PASSWORD },
+    })
+    expect(locked.status).toBe(429)
+  })
+
   test('one webhook event delivered to both at once is stored once and handled once, by one worker', async () => {
     await using cluster = await startCluster({ env: { ROSTER_WEBHOOK_SECRET: STRIPE_SECRET } })
     const [a, b] = urls(cluster) as [string, string]

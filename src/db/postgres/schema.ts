@@ -163,18 +163,28 @@ export const webhookEvents = pgTable(
 )
 
 /**
- * Shared database only: failed sign-ins, one row each, so every instance's limiter counts the
- * failures of all of them (SQLite keeps them in the process: one process per file).
+ * Shared database only: failed sign-ins and the password checks in flight, one row per key each,
+ * so the limiter of every instance counts those of all of them (SQLite keeps them in the
+ * process: one process per file). A check let through is a row with `attempt` and
+ * `lease_until`; its failure clears `lease_until` (it then counts from `at`), its success or
+ * abandonment deletes it.
  */
 export const loginFailures = pgTable(
   'login_failures',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
-    /** `address:<email>` or `ip:<address>`: what the failure counts against. */
+    /** `a:<email>` or `i:<address>`: what the failure counts against. */
     subject: text('subject').notNull(),
     at: epochMs('at').notNull(),
+    /** The check this row belongs to (the limiter's reservation). */
+    attempt: text('attempt'),
+    /** While the check is in flight: until when it counts if its outcome never arrives. */
+    leaseUntil: epochMs('lease_until'),
   },
-  (table) => [index('login_failures_subject_at_idx').on(table.subject, table.at)],
+  (table) => [
+    index('login_failures_subject_at_idx').on(table.subject, table.at),
+    index('login_failures_attempt_idx').on(table.attempt),
+  ],
 )
 
 /**
