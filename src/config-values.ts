@@ -1,5 +1,6 @@
 // Parsers for the values of flags and environment variables: each names the flag or variable
 // and what it expected when the text is bad.
+import { isIP } from 'node:net'
 
 /** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
 export class ConfigError extends Error {}
@@ -110,4 +111,33 @@ const LOOPBACK_IPV4 = /^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$/
 export function isLoopbackHost(host: string): boolean {
   const name = host.toLowerCase()
   return name === 'localhost' || name === '::1' || name === '[::1]' || LOOPBACK_IPV4.test(name)
+}
+
+const TRUST_PROXY_EXPECTED =
+  'true (one proxy), a number of proxies, or their addresses and CIDR ranges such as 10.0.0.0/8,192.0.2.7'
+
+/**
+ * --trust-proxy: `true` (one hop), `false`/`0` (off), a hop count, or proxy addresses and CIDR
+ * ranges, comma-separated.
+ */
+export function parseTrustProxy(
+  text: string,
+  source: string,
+): { hops: number } | { proxies: readonly string[] } | null {
+  const lower = text.trim().toLowerCase()
+  if (['true', 'yes', 'on'].includes(lower)) return { hops: 1 }
+  if (['false', 'no', 'off', '0'].includes(lower)) return null
+  if (/^[0-9]+$/.test(lower)) return { hops: parseIntegerIn(lower, source, 1, 32) }
+  const ranges = lower.split(',').map((part) => part.trim())
+  for (const range of ranges) {
+    const [address = '', prefix, extra] = range.split('/')
+    const family = isIP(address)
+    const maxPrefix = family === 6 ? 128 : 32
+    const prefixOk =
+      prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix)
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw invalid(source, text, TRUST_PROXY_EXPECTED)
+    }
+  }
+  return { proxies: Object.freeze(ranges) }
 }

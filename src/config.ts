@@ -12,6 +12,7 @@ import {
   parseRate,
   parseSecrets,
   parseSize,
+  parseTrustProxy,
 } from './config-values'
 
 /** Everything the server reads from flags and the environment, parsed once at the edge. */
@@ -31,7 +32,8 @@ export interface Config {
   readonly corsOrigins: '*' | readonly string[]
   readonly usersAccess: 'open' | 'protected'
   readonly cookieSecure: boolean
-  readonly trustProxy: boolean
+  /** Which proxies' X-Forwarded-For and X-Forwarded-Proto are believed; null: none. */
+  readonly trustProxy: TrustProxy
   readonly maxFileSize: number
   readonly maxFiles: number
   readonly maxUploadSize: number
@@ -40,6 +42,12 @@ export interface Config {
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
 }
+
+/**
+ * --trust-proxy: the number of proxies in front of roster (their entries at the end of
+ * X-Forwarded-For are theirs), or their addresses (IPs and CIDR ranges).
+ */
+export type TrustProxy = { readonly hops: number } | { readonly proxies: readonly string[] } | null
 
 export { ConfigError, parseSize }
 
@@ -56,6 +64,10 @@ interface OptionSpec<K extends keyof Config> {
   fallback: (earlier: Partial<Config>) => Config[K]
   /** A flag without a value (its presence means true); the env var takes true/false. */
   boolean?: true
+  /** A flag whose value may be left out (`--trust-proxy` alone means `--trust-proxy=true`). */
+  optionalValue?: true
+  /** How --help names the value. */
+  valueName?: string
   defaultText: string
   help: string
   parse: (text: string, source: string) => Config[K]
@@ -227,13 +239,14 @@ export const SERVE_OPTIONS = [
   }),
   option({
     key: 'trustProxy',
-    fallback: () => false,
-    boolean: true,
+    fallback: () => null,
+    optionalValue: true,
+    valueName: 'N|ADDRESSES',
     flag: 'trust-proxy',
     env: ['ROSTER_TRUST_PROXY'],
-    defaultText: 'false',
-    help: 'believe X-Forwarded-For and X-Forwarded-Proto (only behind a proxy that sets them)',
-    parse: parseBoolean,
+    defaultText: 'off',
+    help: 'believe X-Forwarded-For and X-Forwarded-Proto from the proxies in front of roster: alone, one (the client is the address the nearest proxy appended); N, that many; or their addresses and ranges, comma-separated (10.0.0.0/8,192.0.2.7). Never the entries a client writes',
+    parse: parseTrustProxy,
   }),
 ] as const
 

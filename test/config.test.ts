@@ -17,7 +17,7 @@ describe('loadConfig', () => {
       corsOrigins: '*',
       usersAccess: 'open',
       cookieSecure: false,
-      trustProxy: false,
+      trustProxy: null,
       maxFileSize: 100 * 1024 * 1024,
       maxFiles: 20,
       maxUploadSize: 1024 * 1024 * 1024,
@@ -65,8 +65,21 @@ describe('loadConfig', () => {
   test('boolean options: a flag without a value, or true/false in the environment', () => {
     expect(loadConfig({ 'cookie-secure': true }, {}).cookieSecure).toBe(true)
     expect(loadConfig({}, { ROSTER_COOKIE_SECURE: 'yes' }).cookieSecure).toBe(true)
-    expect(loadConfig({}, { ROSTER_TRUST_PROXY: '0' }).trustProxy).toBe(false)
+    expect(loadConfig({}, { ROSTER_TRUST_PROXY: '0' }).trustProxy).toBe(null)
     expect(loadConfig({}, { ROSTER_USERS_ACCESS: 'Protected' }).usersAccess).toBe('protected')
+  })
+
+  test('--trust-proxy: alone one hop, a number of hops, or proxy addresses and ranges', () => {
+    expect(loadConfig({ 'trust-proxy': 'true' }, {}).trustProxy).toEqual({ hops: 1 })
+    expect(loadConfig({}, { ROSTER_TRUST_PROXY: 'true' }).trustProxy).toEqual({ hops: 1 })
+    expect(loadConfig({ 'trust-proxy': '2' }, {}).trustProxy).toEqual({ hops: 2 })
+    expect(loadConfig({}, { ROSTER_TRUST_PROXY: 'off' }).trustProxy).toBe(null)
+    expect(loadConfig({ 'trust-proxy': '10.0.0.0/8, 192.0.2.7,fd00::/8' }, {}).trustProxy).toEqual({
+      proxies: ['10.0.0.0/8', '192.0.2.7', 'fd00::/8'],
+    })
+    for (const bad of ['10.0.0.0/33', 'proxy.internal', '10.0.0.1/8/2', '0x10', '99']) {
+      expect(() => loadConfig({ 'trust-proxy': bad }, {})).toThrow(/--trust-proxy/)
+    }
   })
 
   test('sizes: bytes, or KiB/MiB/GiB in any case', () => {

@@ -8,6 +8,10 @@ export interface FlagSpec {
   help: string
   /** Boolean flags take no value. */
   boolean?: boolean
+  /** The value may be left out: the flag alone means `true`. */
+  optionalValue?: boolean
+  /** How --help names the value (else from the flag's name). */
+  valueName?: string
 }
 
 export type Flags = Record<string, string | boolean | undefined>
@@ -35,7 +39,12 @@ export function parseFlags(
   }
   for (const spec of specs) options[spec.flag] = { type: spec.boolean ? 'boolean' : 'string' }
   try {
-    const parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 })
+    const parsed = parseArgs({
+      args: withOptionalValues(args, specs),
+      options,
+      strict: true,
+      allowPositionals: positionals > 0,
+    })
     if (parsed.positionals.length > positionals) {
       throw new ConfigError(
         `unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`,
@@ -46,6 +55,20 @@ export function parseFlags(
     if (error instanceof ConfigError) throw error
     throw new ConfigError(`${describeParseError(error)} (see roster ${command} --help)`)
   }
+}
+
+/**
+ * `--trust-proxy` with nothing after it, or another flag, is `--trust-proxy=true`; followed by a
+ * value it takes that value.
+ */
+function withOptionalValues(args: string[], specs: readonly FlagSpec[]): string[] {
+  const optional = new Set(
+    specs.filter((spec) => spec.optionalValue).map((spec) => `--${spec.flag}`),
+  )
+  return args.map((arg, i) => {
+    const next = args[i + 1]
+    return optional.has(arg) && (next === undefined || next.startsWith('-')) ? `${arg}=true` : arg
+  })
 }
 
 function describeParseError(error: unknown): string {
@@ -76,7 +99,12 @@ const HELP_WIDTH = 96
 
 /** `--flag VALUE   help (env X; default Y)` entries, aligned and wrapped. */
 export function renderFlags(specs: readonly FlagSpec[]): string {
-  const left = specs.map((spec) => `  --${spec.flag}${spec.boolean ? '' : ` <${valueName(spec)}>`}`)
+  const left = specs.map((spec) => {
+    if (spec.boolean) return `  --${spec.flag}`
+    return spec.optionalValue
+      ? `  --${spec.flag} [${valueName(spec)}]`
+      : `  --${spec.flag} <${valueName(spec)}>`
+  })
   const width = Math.max(...left.map((text) => text.length)) + 2
   return specs
     .map((spec, i) => {
@@ -106,5 +134,5 @@ function wrap(text: string, width: number): string[] {
 }
 
 function valueName(spec: FlagSpec): string {
-  return spec.flag.replace(/^.*-/, '').toUpperCase()
+  return spec.valueName ?? spec.flag.replace(/^.*-/, '').toUpperCase()
 }

@@ -14,7 +14,10 @@ export function hostGuard(config: Pick<Config, 'usersAccess' | 'publicUrl'>): Re
   if (config.usersAccess !== 'open') return () => {}
   const publicHost = config.publicUrl === null ? null : new URL(config.publicUrl).hostname
   return function refuseForeignHost(request) {
-    const host = hostnameOf(request.url)
+    const url = request.url
+    // No Host header (HTTP/1.0: a balancer's health check): no browser sends such a request.
+    if (url.startsWith('/')) return
+    const host = hostnameOf(url)
     if (isLoopbackHost(host) || host === publicHost) return
     throw new AppError(
       'MISDIRECTED_REQUEST',

@@ -1,3 +1,4 @@
+import type { TrustProxy } from '../config'
 import { AppError } from '../errors/errors'
 import { clientIp } from './client'
 import type { RequestStep } from './pipeline'
@@ -82,11 +83,11 @@ export class TokenBuckets {
  * `--rate-limit N/s`: N requests a second per client IP with bursts of N, on every route but
  * /health and /metrics. Every limited answer carries RateLimit-Limit, RateLimit-Remaining,
  * RateLimit-Reset and RateLimit-Policy; a refusal is 429 RATE_LIMITED with Retry-After. The
- * client IP is X-Forwarded-For's first hop only with --trust-proxy.
+ * client IP comes from X-Forwarded-For only as far as --trust-proxy says (http/client.ts).
  */
 export function rateLimit(
   perSecond: number | null,
-  trustProxy: boolean,
+  trustProxy: TrustProxy,
   now: () => number = Date.now,
 ): RequestStep | null {
   if (perSecond === null) return null

@@ -14,7 +14,7 @@ export function requestIdFor(request: Request): string {
 
 /** `2` for paths under /v2, else `1`: unversioned paths are v1 and stay v1. */
 export function apiVersionOf(url: string): '1' | '2' {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
   const next = url[start + 3]
   return url.startsWith('/v2', start) && (next === undefined || next === '/' || next === '?')
     ? '2'

@@ -81,9 +81,12 @@ function templateToPattern(template: string): RegExp {
   return new RegExp(`^${source}$`)
 }
 
-/** The path of a request URL, without scheme, host or query, and without parsing a URL object. */
+/**
+ * The path of a request URL, without scheme, host or query, and without parsing a URL object.
+ * (A request without a Host header, HTTP/1.0, reaches roster as a bare path.)
+ */
 export function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
   if (start === -1) return '/'
   const query = url.indexOf('?', start)
   return query === -1 ? url.slice(start) : url.slice(start, query)

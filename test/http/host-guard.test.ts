@@ -1,6 +1,10 @@
 import { describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
+import { testConfig } from '../../src/config'
 import { hostnameOf } from '../../src/http/host-guard'
-import { expectEnvelope, makeTestApp, readReply } from '../helpers/app'
+import { memoryLogger } from '../../src/log'
+import { startServer } from '../../src/server'
+import { expectEnvelope, makeTestApp, readReply, tempDir } from '../helpers/app'
 
 /** A request as the browser of a DNS-rebinding page sends it: its own name in Host. */
 async function withHost(
@@ -56,5 +60,30 @@ describe('open mode answers only loopback names and the --public-url host (421 o
     expect(hostnameOf('http://a.example:80/x')).toBe('a.example')
     expect(hostnameOf('http://[::1]:8080/x?y')).toBe('[::1]')
     expect(hostnameOf('http://localhost')).toBe('localhost')
+  })
+})
+
+describe('a request without a Host header (HTTP/1.0, a balancer health check)', () => {
+  test('is answered in open mode, routed and labelled by its path', async () => {
+    using dir = tempDir()
+    const server = await startServer(testConfig({ dataDir: dir.path }), memoryLogger())
+    try {
+      const raw = (request: string) =>
+        new Promise<string>((resolve) => {
+          const socket = connect(server.port, '127.0.0.1', () => socket.write(request))
+          let text = ''
+          socket.on('data', (data) => {
+            text += data.toString()
+          })
+          socket.on('close', () => resolve(text))
+        })
+      const health = await raw('GET /health HTTP/1.0\r\n\r\n')
+      expect(health).toStartWith('HTTP/1.1 200')
+      const v2 = await raw('GET /v2/users HTTP/1.0\r\n\r\n')
+      expect(v2).toStartWith('HTTP/1.1 200')
+      expect(v2.toLowerCase()).toContain('api-version: 2')
+    } finally {
+      await server.stop()
+    }
   })
 })

@@ -80,11 +80,12 @@ describe('--rate-limit', () => {
     }
   })
 
-  test('X-Forwarded-For names the client only with --trust-proxy', async () => {
+  test('X-Forwarded-For names the client only with --trust-proxy, by the entry the proxy appended', async () => {
     const time = clock()
-    const as = (ip: string) => ({ headers: { 'x-forwarded-for': `${ip}, 10.0.0.1` } })
+    // The client wrote the first entry; the proxy appended the last (the address it saw).
+    const as = (ip: string) => ({ headers: { 'x-forwarded-for': `198.51.100.77, ${ip}` } })
     {
-      await using t = await makeTestApp({ rateLimit: 1, trustProxy: true }, time.date)
+      await using t = await makeTestApp({ rateLimit: 1, trustProxy: { hops: 1 } }, time.date)
       expect((await t.get('/users', as('203.0.113.1'))).status).toBe(200)
       expect((await t.get('/users', as('203.0.113.1'))).status).toBe(429)
       expect((await t.get('/users', as('203.0.113.2'))).status).toBe(200)

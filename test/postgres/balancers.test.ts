@@ -78,6 +78,39 @@ for (const balancer of ['haproxy', 'nginx'] as const) {
       expect(ok + limited).toBe(30)
     })
 
+    test('a forged X-Forwarded-For buys nothing: the rate limit and the login limiter count the real client', async () => {
+      await using limited = await startCluster({
+        balancer,
+        balance: 'source',
+        flags: ['--rate-limit', '5/s'],
+      })
+      const forged = (i: number) => ({ 'x-forwarded-for': `203.0.113.${i % 250}` })
+      const started = Date.now()
+      const replies = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          fetch(`${limited.url}/users?limit=1`, { headers: forged(i) }).catch(() => null),
+        ),
+      )
+      const seconds = (Date.now() - started) / 1000
+      const ok = replies.filter((reply) => reply?.status === 200).length
+      expect(ok).toBeLessThanOrEqual(5 + Math.ceil(seconds * 5) + 1)
+      expect(ok).toBeLessThan(10)
+
+      await using cluster = await startCluster({ balancer, balance: 'source' })
+      const statuses: number[] = []
+      for (let i = 0; i < 60; i += 1) {
+        const reply = await fetch(`${cluster.url}/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...forged(i) },
+          body: JSON.stringify({ email: `guess${i}@example.com`, password: 'wrong guess' }),
+        })
+        statuses.push(reply.status)
+      }
+      // 50 failures from one client IP lock it, whatever addresses it claims to come from.
+      expect(statuses.slice(0, 50)).toEqual(Array(50).fill(401))
+      expect(statuses.slice(50)).toEqual(Array(10).fill(429))
+    })
+
     test('either instance killed: requests still answered by the other', async () => {
       await using cluster = await startCluster({ balancer, balance: 'source' })
       // All requests come from one address, so affinity sends them to one instance: killing
