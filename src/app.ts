@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { accountRoutes } from './account/routes'
+import { hasSessionCookie } from './auth/cookies'
 import { csrfGuard } from './auth/csrf'
 import { authPlugin } from './auth/plugin'
 import { authRoutes } from './auth/routes'
@@ -10,6 +11,7 @@ import { healthChecks, healthRoutes } from './health/routes'
 import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
 import { corsPolicy, optionsRoutes } from './http/cors'
+import { noStoreForCredentials } from './http/credentials'
 import { errorHandler } from './http/error-handler'
 import { hostGuard } from './http/host-guard'
 import { jsonResponses } from './http/json-response'
@@ -54,6 +56,7 @@ export function createApp(
     .use(
       requestPipeline({
         startClock: observers.startClock,
+        markPrivate: noStoreForCredentials(hasSessionCookie),
         refuseForeignHost: hostGuard(deps.config),
         limitRate: rateLimit(deps.config.rateLimit, deps.config.trustProxy, deps.clock),
         refuseCrossSite: csrfGuard(deps.config),

@@ -7,6 +7,7 @@ import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../auth/sessions'
 import { fieldDetail } from '../errors/details'
 import { AppError, validationFailed } from '../errors/errors'
 import { clientIp } from '../http/client'
+import { NO_STORE } from '../http/credentials'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { toView } from '../users/records'
 import type { User } from '../users/schema'
@@ -15,7 +16,6 @@ import { loginBody } from './login-body'
 import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
 
 const tags = ['credentials']
-const NO_STORE = 'no-store'
 
 /**
  * The account routes: /login, /logout, /me and /secure under one prefix. They sit above both

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import { parseRowId } from '../db/row-id'
 import { notFound } from '../errors/errors'
+import { NO_STORE } from '../http/credentials'
 import { jsonBody } from '../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../http/openapi-schemas'
 import { offsetPageAnswer } from '../http/pagination'
@@ -11,7 +12,6 @@ import { principalOf } from './principal'
 import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey } from './schema'
 
 const tags = ['credentials']
-const NO_STORE = 'no-store'
 
 /** /data and /api-keys under one prefix: the routes an API key is for. */
 /** What the API-key routes are given by the composition root. */

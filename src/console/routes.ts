@@ -1,31 +1,23 @@
 import { Elysia } from 'elysia'
 import { notFound } from '../errors/errors'
+import { NO_STORE } from '../http/credentials'
+import { pageHeaders } from '../http/page-headers'
 import { CONSOLE_SCRIPT, CONSOLE_STYLE } from './assets.gen'
 
 /**
  * Only the console's own files run; it talks only to this origin; no page may frame it. The
  * bundle sets no inline styles or scripts, so nothing needs 'unsafe-inline'.
  */
-export const CONSOLE_CSP = [
+const SECURITY_HEADERS = pageHeaders([
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self'",
   "connect-src 'self'",
-  "base-uri 'none'",
   "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ')
+])
 
-const SECURITY_HEADERS = {
-  'content-security-policy': CONSOLE_CSP,
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin',
-  'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=(), usb=()',
-}
+export const CONSOLE_CSP = SECURITY_HEADERS['content-security-policy'] as string
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -68,7 +60,8 @@ export function consoleRoutes() {
           headers: {
             ...SECURITY_HEADERS,
             'content-type': 'text/html; charset=utf-8',
-            'cache-control': 'no-cache',
+            // The page a signed-in operator works in: never kept by a cache (section 11).
+            'cache-control': NO_STORE,
           },
         }),
       { detail: { hide: true } },

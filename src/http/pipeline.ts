@@ -8,8 +8,8 @@ export type RequestStep = (request: Request, set: Context['set'], server: Contex
 
 /**
  * The per-request work every route shares, in one onRequest hook: time the request, give it
- * its id and API version, tidy what the CORS plugin set, then the host check (open mode), the
- * rate limit and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
+ * its id and API version, tidy what the CORS plugin set, mark a credentialed answer no-store,
+ * then the host check (open mode), the rate limit and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
  * Elysia's generated handler. Registered after the CORS plugin (whose own hook must run
  * before the tidying); nothing before it can fail, so every answer carries the id.
  *
@@ -18,11 +18,12 @@ export type RequestStep = (request: Request, set: Context['set'], server: Contex
  */
 export function requestPipeline(steps: {
   startClock: (set: object) => void
+  markPrivate: RequestStep
   refuseForeignHost: RequestStep
   limitRate: RequestStep | null
   refuseCrossSite: RequestStep
 }) {
-  const { startClock, refuseForeignHost, limitRate, refuseCrossSite } = steps
+  const { startClock, markPrivate, refuseForeignHost, limitRate, refuseCrossSite } = steps
   const plugin = new Elysia({ name: 'request-pipeline' })
   // Two versions: naming `server` in a hook's parameters makes Elysia put it on every request's
   // context, which measurably slows every route; only the rate limit needs it (the client IP).
@@ -31,6 +32,7 @@ export function requestPipeline(steps: {
       startClock(set)
       assignRequestContext(request, set.headers)
       tidyCorsHeaders(set.headers)
+      markPrivate(request, set, null)
       refuseForeignHost(request, set, null)
       refuseCrossSite(request, set, null)
     })
@@ -39,6 +41,7 @@ export function requestPipeline(steps: {
     startClock(set)
     assignRequestContext(request, set.headers)
     tidyCorsHeaders(set.headers)
+    markPrivate(request, set, server)
     refuseForeignHost(request, set, server)
     limitRate(request, set, server)
     refuseCrossSite(request, set, server)

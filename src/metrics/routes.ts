@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { NO_STORE } from '../http/credentials'
 
 export const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
@@ -11,7 +12,7 @@ export function metricsRoutes(render: () => Promise<string>) {
     '/metrics',
     ({ set }) => {
       set.headers['content-type'] = METRICS_TYPE
-      set.headers['cache-control'] = 'no-store'
+      set.headers['cache-control'] = NO_STORE
       return render()
     },
     {

@@ -1,4 +1,5 @@
 import { noneMatch } from '../http/conditional'
+import { NO_STORE } from '../http/credentials'
 import type { FileStore } from '../storage/file-store'
 import { contentDisposition, servedInline } from './names'
 import { chooseRange } from './ranges'
@@ -7,8 +8,9 @@ import type { StoredFile } from './service'
 /**
  * The file (or one range of it) from the file store; the store is read only once the answer
  * will carry bytes, so a failing store is a 503 before any header goes out. Every download is
- * nosniff and sandboxed by CSP; only passive types (servedInline) are inline, everything else is
- * an attachment.
+ * nosniff and sandboxed by CSP; only passive types (servedInline) are inline, with their type;
+ * everything else is an application/octet-stream attachment (the metadata keeps the declared
+ * type).
  */
 export async function fileResponse(
   file: StoredFile,
@@ -17,17 +19,18 @@ export async function fileResponse(
   headOnly: boolean,
 ): Promise<Response> {
   const etag = `"${file.sha256}"`
+  const inline = servedInline(file.contentType)
   const headers: Record<string, string> = {
-    'content-type': file.contentType,
+    // A type a browser would run or apply (script, style, HTML, SVG, XML, wasm, anything not
+    // known to be passive) leaves as bytes to save: never as something roster's origin serves.
+    'content-type': inline ? file.contentType : 'application/octet-stream',
     etag,
     'accept-ranges': 'bytes',
     'x-content-type-options': 'nosniff',
     'content-security-policy': "default-src 'none'; sandbox",
-    'content-disposition': contentDisposition(
-      servedInline(file.contentType) ? 'inline' : 'attachment',
-      file.filename,
-    ),
-    'cache-control': file.isPublic ? 'public, no-cache' : 'private, no-cache',
+    'content-disposition': contentDisposition(inline ? 'inline' : 'attachment', file.filename),
+    // A private file is its owner's business (section 11); a public one may be cached.
+    'cache-control': file.isPublic ? 'public, no-cache' : NO_STORE,
   }
   if (!noneMatch(request.headers.get('if-none-match'), etag)) {
     return new Response(null, { status: 304, headers })

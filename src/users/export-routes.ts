@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { AuthPlugin } from '../auth/plugin'
+import { NO_STORE } from '../http/credentials'
 import { documented, errorResponses } from '../http/openapi-schemas'
 import { QueryReader } from '../http/query'
 import type { UserStore } from './store'
@@ -30,7 +31,7 @@ export function userExportRoutes(
         headers: {
           'content-type': MEDIA_TYPES[format],
           'content-disposition': `attachment; filename="roster-users-${day}.${format}"`,
-          'cache-control': 'no-store',
+          'cache-control': NO_STORE,
         },
       })
     },

@@ -17,7 +17,7 @@ describe('GET /console', () => {
     const reply = await t.get('/console')
     expect(reply.status).toBe(200)
     expect(reply.headers.get('content-type')).toBe('text/html; charset=utf-8')
-    expect(reply.headers.get('cache-control')).toBe('no-cache')
+    expect(reply.headers.get('cache-control')).toBe('no-store')
     expectSecurityHeaders(reply.headers)
     const csp = CONSOLE_CSP
     for (const directive of [

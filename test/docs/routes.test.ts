@@ -253,3 +253,30 @@ describe('the OpenAPI document matches the real answers', () => {
     await conforms(t, doc, '/health', 'get', reply)
   })
 })
+
+describe('the documentation pages carry the console’s protective headers', () => {
+  test.each(['/swagger', '/docs/errors'])(
+    '%s: CSP, frame-ancestors none, nosniff, no referrer',
+    async (path) => {
+      await using t = await makeTestApp()
+      const reply = await t.get(path)
+      expect(reply.status).toBe(200)
+      const csp = reply.headers.get('content-security-policy') ?? ''
+      for (const directive of ["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+        expect(csp).toContain(directive)
+      }
+      expect(csp).not.toContain('unsafe-inline')
+      expect(reply.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(reply.headers.get('referrer-policy')).toBe('no-referrer')
+      expect(reply.headers.get('x-frame-options')).toBe('DENY')
+    },
+  )
+
+  test('/docs/errors allows exactly its own inline stylesheet, by hash', async () => {
+    await using t = await makeTestApp()
+    const reply = await t.get('/docs/errors')
+    const style = /<style>([\s\S]*?)<\/style>/.exec(reply.text)?.[1] ?? ''
+    const hash = new Bun.CryptoHasher('sha256').update(style).digest('base64')
+    expect(reply.headers.get('content-security-policy')).toContain(`style-src 'sha256-${hash}'`)
+  })
+})

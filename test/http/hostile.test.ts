@@ -476,23 +476,23 @@ describe('hostile input on the wire', () => {
     const server = await startServer(testConfig({ dataDir: dir.path }), memoryLogger())
     try {
       const cases = [
-        'GET /users HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\r\n folded: continuation\r\nConnection: close\r\n\r\n',
-        'GET /users HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\x00b\x7f\r\nConnection: close\r\n\r\n',
-        'GET /users HTTP/1.1\r\nHost: x\r\nX-Request-Id: a%0d%0aSet-Cookie:%20injected=1\r\nConnection: close\r\n\r\n',
-        'GET /users/1%0d%0aSet-Cookie:%20injected=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+        'GET /users HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: abc\r\n folded: continuation\r\nConnection: close\r\n\r\n',
+        'GET /users HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: a\x00b\x7f\r\nConnection: close\r\n\r\n',
+        'GET /users HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: a%0d%0aSet-Cookie:%20injected=1\r\nConnection: close\r\n\r\n',
+        'GET /users/1%0d%0aSet-Cookie:%20injected=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
         'GET /users/%0d%0a HTTP/1.1\r\nHost: evil.example\r\n\tInjected: yes\r\nConnection: close\r\n\r\n',
-        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 50\r\nConnection: close\r\n\r\n{"a":1}',
-        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\nGET /users HTTP/1.1\r\nHost: x\r\n\r\n',
+        'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 50\r\nConnection: close\r\n\r\n{"a":1}',
+        'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\nGET /users HTTP/1.1\r\nHost: localhost\r\n\r\n',
         // Content-Length frames the body: one that ends early creates nothing, and a declared
         // length shorter than the JSON cuts it there (400; the rest is not a request).
-        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{"name":"Cut","email":"cut@example.com"}',
-        'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{"name":"Cut","email":"cut@example.com"}',
-        `GET /users HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\nConnection: close\r\n\r\n`,
+        'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{"name":"Cut","email":"cut@example.com"}',
+        'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{"name":"Cut","email":"cut@example.com"}',
+        `GET /users HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(70_000)}\r\nConnection: close\r\n\r\n`,
         // Bun answers an unknown protocol version 505 itself, as it should.
-        'GET /users HTTP/9.9\r\nHost: x\r\nConnection: close\r\n\r\n',
+        'GET /users HTTP/9.9\r\nHost: localhost\r\nConnection: close\r\n\r\n',
         '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n',
         'GET\r\n\r\n',
-        `GET /${'a/'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        `GET /${'a/'.repeat(20_000)} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
       ]
       for (const bytes of cases) {
         const answer = await raw(server.port, bytes)

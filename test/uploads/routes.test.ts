@@ -309,7 +309,7 @@ describe('downloads', () => {
       { name: 'file', filename: 'f', contentType: type, data },
       ...extra,
     ])
-    return reply.body.files[0] as { id: string; url: string; sha256: string }
+    return reply.body.files[0] as { id: string; url: string; sha256: string; content_type: string }
   }
 
   test('ETag is the SHA-256; If-None-Match gives 304', async () => {
@@ -347,16 +347,44 @@ describe('downloads', () => {
     expect(stale.headers.get('content-length')).toBe('1000')
   })
 
-  test.each(['text/html', 'image/svg+xml', 'application/xml', 'text/javascript'])(
-    '%s is served as an attachment, sandboxed',
+  test.each([
+    'text/html',
+    'application/xhtml+xml',
+    'image/svg+xml',
+    'application/xml',
+    'text/xml',
+    'text/javascript',
+    'application/javascript',
+    'text/css',
+    'application/wasm',
+    'application/zip',
+  ])(
+    '%s is served as application/octet-stream, an attachment, sandboxed; its metadata keeps the type',
     async (type) => {
       await using t = await makeTestApp()
       const file = await oneFile(t, '<script>alert(1)</script>', type)
+      expect(file.content_type).toBe(type)
       const reply = await t.get(file.url)
+      expect(reply.headers.get('content-type')).toBe('application/octet-stream')
       expect(reply.headers.get('content-disposition')).toStartWith('attachment;')
       expect(reply.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox")
+      expect(reply.headers.get('x-content-type-options')).toBe('nosniff')
     },
   )
+
+  test('a private file is no-store; a public one fetched without a credential may be cached', async () => {
+    await using t = await makeTestApp()
+    const key = await apiKey(t)
+    const privateFile = await upload(t, [{ name: 'file', filename: 'a.txt', data: 'x' }], {
+      'x-api-key': key,
+    })
+    const url = privateFile.body.files[0].url as string
+    expect((await t.get(url, { headers: { 'x-api-key': key } })).headers.get('cache-control')).toBe(
+      'no-store',
+    )
+    const publicFile = await oneFile(t, 'y')
+    expect((await t.get(publicFile.url)).headers.get('cache-control')).toBe('public, no-cache')
+  })
 
   test('an image is inline', async () => {
     await using t = await makeTestApp()

@@ -151,17 +151,17 @@ describe('a client that disconnects mid-upload', () => {
       ])
       await cutShortAndWait(
         server,
-        `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.byteLength}\r\n\r\n`,
+        `POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.byteLength}\r\n\r\n`,
         body.subarray(0, 500_000),
       )
       await cutShortAndWait(
         server,
-        'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
+        'POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
         randomBytes(700_000),
       )
       await cutShortAndWait(
         server,
-        'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
+        'POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
         Buffer.concat([Buffer.from('80000\r\n'), randomBytes(0x80000), Buffer.from('\r\n')]),
       )
       expect(await storedFiles(server.deps)).toEqual({ placed: [], pending: [] })
