@@ -13,7 +13,8 @@ export const DataAnswer = t.Object({
 
 const KeyName = t.String({
   format: 'user-name',
-  error: 'must be 1–200 characters after trimming, with no control characters',
+  error:
+    'must be 1–200 characters after trimming, with no control characters, bidirectional controls or invisible characters',
 })
 
 export const CreateApiKeyBody = t.Object({ name: KeyName }, { additionalProperties: false })

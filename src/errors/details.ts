@@ -1,3 +1,4 @@
+import { escapeDeceptive } from '../text'
 import type { ErrorDetail } from './errors'
 
 /** Fields whose values never appear in an error answer, whatever their shape. */
@@ -34,7 +35,11 @@ const MAX_DEPTH = 8
 /** The rejected input as text, cut to 200 characters, for a detail's `received`. */
 export function receivedText(value: unknown): string | undefined {
   if (value === undefined) return undefined
-  const text = typeof value === 'string' ? value : preview(value, MAX_DEPTH, MAX_RECEIVED + 1)
+  // Bidirectional controls and invisible characters are shown as `\u202e`: the answer that
+  // refuses them must not display as something else itself.
+  const text = escapeDeceptive(
+    typeof value === 'string' ? value : preview(value, MAX_DEPTH, MAX_RECEIVED + 1),
+  )
   if (text.length <= MAX_RECEIVED) return text
   const cut = text.slice(0, MAX_RECEIVED)
   // Don't end on half of a surrogate pair: that would be invalid UTF-16 in the JSON answer.

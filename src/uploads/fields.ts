@@ -1,5 +1,6 @@
 import { fieldDetail } from '../errors/details'
 import { validationFailed } from '../errors/errors'
+import { DECEPTIVE_MESSAGE, hasDeceptiveCharacter } from '../text'
 
 export const MAX_DESCRIPTION = 1000
 /** The text fields an upload takes besides its files. */
@@ -25,6 +26,8 @@ export function uploadFields(fields: Map<string, string>): UploadMeta {
     problems.push(
       fieldDetail('description', `must be at most ${MAX_DESCRIPTION} characters`, description),
     )
+  } else if (description !== null && hasDeceptiveCharacter(description)) {
+    problems.push(fieldDetail('description', DECEPTIVE_MESSAGE, description))
   }
   const publicText = fields.get('public')
   const isPublic = publicText === undefined ? false : publicText.toLowerCase() === 'true'

@@ -3,6 +3,7 @@ import busboy from 'busboy'
 import { fieldDetail } from '../errors/details'
 import { AppError, badRequest, payloadTooLarge, validationFailed } from '../errors/errors'
 import { type Budget, type FileStore, type ReceivedFile, storageError } from '../storage/file-store'
+import { DECEPTIVE_MESSAGE, hasDeceptiveCharacter } from '../text'
 import { cleanContentType, cleanFilename } from './names'
 
 export interface UploadLimits {
@@ -89,6 +90,11 @@ export async function receiveMultipart(
       }
       if (seenFiles.has(field)) {
         problems.push(fieldDetail(field, 'is given more than once; file parts need distinct names'))
+        stream.resume()
+        return
+      }
+      if (info.filename !== undefined && hasDeceptiveCharacter(info.filename)) {
+        problems.push(fieldDetail(`${field}.filename`, DECEPTIVE_MESSAGE, info.filename))
         stream.resume()
         return
       }

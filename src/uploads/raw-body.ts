@@ -1,6 +1,7 @@
 import type { Config } from '../config'
 import { QueryReader } from '../http/query'
 import type { FileStore } from '../storage/file-store'
+import { DECEPTIVE_MESSAGE, hasDeceptiveCharacter } from '../text'
 import { KNOWN_FIELDS } from './fields'
 import { countedBody, type IncomingUpload } from './multipart'
 import { cleanContentType, cleanFilename, filenameFromDisposition } from './names'
@@ -19,6 +20,9 @@ export async function receiveRaw(
   }
   const named =
     filenameFromDisposition(request.headers.get('content-disposition')) ?? query.string('filename')
+  if (named !== undefined && named !== null && hasDeceptiveCharacter(named)) {
+    query.reject('filename', DECEPTIVE_MESSAGE, named)
+  }
   query.assertValid()
   const filename = cleanFilename(named)
   const { maxFileSize, maxUploadSize } = limits

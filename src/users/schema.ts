@@ -1,6 +1,7 @@
 import { FormatRegistry, Type } from '@sinclair/typebox'
 import { type Static, t } from 'elysia'
 import { offsetPageOf } from '../http/openapi-schemas'
+import { hasDeceptiveCharacter } from '../text'
 
 const MAX_NAME_LENGTH = 200
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
@@ -8,11 +9,14 @@ const CONTROL_CHARACTER = /[\x00-\x1f\x7f-\x9f]/
 
 /**
  * A name is 1–200 characters (code points) once trimmed, with no control characters (C0, DEL,
- * C1) and no unpaired surrogates. As a TypeBox format it is checked in the same pass as every
+ * C1), no bidirectional controls or invisible characters (src/text.ts) and no unpaired
+ * surrogates. As a TypeBox format it is checked in the same pass as every
  * other field, so a bad name is reported together with the rest.
  */
 export function isValidName(value: string): boolean {
-  if (CONTROL_CHARACTER.test(value) || !value.isWellFormed()) return false
+  if (CONTROL_CHARACTER.test(value) || !value.isWellFormed() || hasDeceptiveCharacter(value)) {
+    return false
+  }
   const trimmed = value.trim()
   if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH * 2) return false
   let codePoints = 0
@@ -44,8 +48,10 @@ export const MAX_EMAIL_LENGTH = 254
 
 const Name = t.String({
   format: 'user-name',
-  description: '1–200 characters after trimming, no control characters; stored trimmed.',
-  error: 'must be 1–200 characters after trimming, with no control characters',
+  description:
+    '1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.',
+  error:
+    'must be 1–200 characters after trimming, with no control characters, bidirectional controls or invisible characters',
   examples: ['Ada Lovelace'],
 })
 

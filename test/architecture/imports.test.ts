@@ -45,7 +45,17 @@ const inside = (module: string, places: readonly string[]) =>
   places.some((place) => module === place || module.startsWith(`${place}/`))
 
 /** Modules at the bottom: they may import one another, nothing above them. */
-const BASE = ['errors', 'db', 'storage', 'timers', 'log', 'build-info', 'config', 'config-values']
+const BASE = [
+  'errors',
+  'db',
+  'storage',
+  'timers',
+  'log',
+  'build-info',
+  'config',
+  'config-values',
+  'text',
+]
 /** The composition root: it alone may import app, server and main. */
 const ROOT_MODULES = ['app', 'server', 'main', 'cli']
 

@@ -1359,7 +1359,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -1792,7 +1792,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -2339,7 +2339,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -6562,7 +6562,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -6995,7 +6995,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -7542,7 +7542,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: user-name
-                     * @description 1–200 characters after trimming, no control characters; stored trimmed.
+                     * @description 1–200 characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.
                      * @example Ada Lovelace
                      */
                     name?: string;

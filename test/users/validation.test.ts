@@ -23,7 +23,8 @@ describe('POST /users validation', () => {
       { field: 'extra', message: 'is not a known field', received: 'true' },
       {
         field: 'name',
-        message: 'must be 1–200 characters after trimming, with no control characters',
+        message:
+          'must be 1–200 characters after trimming, with no control characters, bidirectional controls or invisible characters',
         received: '7',
       },
       {
