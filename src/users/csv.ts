@@ -130,8 +130,11 @@ export class CsvParser {
 }
 
 const NEEDS_QUOTES = /[",\r\n]/
-/** Spreadsheets run a cell that starts with one of these as a formula. */
-const FORMULA_START = /^[=+\-@\t\r]/
+/**
+ * Text that gets the ' guard: what a spreadsheet runs as a formula (= + - @, tab, CR), and text
+ * that already starts with ', so that a name such as '=x comes back from an import as it was.
+ */
+const GUARDED_START = /^[=+\-@\t\r']/
 
 /**
  * One CSV field: quoted when it must be, and prefixed with ' when a spreadsheet would take it
@@ -140,13 +143,13 @@ const FORMULA_START = /^[=+\-@\t\r]/
 export function csvField(value: string | number | null): string {
   if (value === null) return ''
   let text = String(value)
-  if (typeof value === 'string' && FORMULA_START.test(text)) text = `'${text}`
+  if (typeof value === 'string' && GUARDED_START.test(text)) text = `'${text}`
   return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
-/** Undoes csvField's formula guard. */
+/** Undoes csvField's guard: one ' in front of text that would have been guarded. */
 export function unguardFormula(text: string): string {
-  return text.length > 1 && text[0] === "'" && FORMULA_START.test(text.slice(1))
+  return text.length > 1 && text[0] === "'" && GUARDED_START.test(text.slice(1))
     ? text.slice(1)
     : text
 }

@@ -29,13 +29,24 @@ export async function* exportChunks(
       : (user: ExportedUser) => {
           const fields: Record<string, unknown> = {}
           for (const column of columns) fields[column] = user[column]
-          return `${JSON.stringify(fields)}\n`
+          return `${jsonLine(fields)}\n`
         }
   for await (const batch of batches) {
     let chunk = ''
     for (const user of batch) chunk += line(user)
     yield chunk
   }
+}
+
+/**
+ * One object as a JSON Lines line. JSON leaves U+2028 and U+2029 as they are, but many line
+ * readers (Python's splitlines, JavaScript's line terminators) end a line there: escaped, a name
+ * holding one stays on its line.
+ */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u2028\u2029]/g, (char) =>
+    char === '\u2028' ? '\\u2028' : '\\u2029',
+  )
 }
 
 /** A row that passed validation. */

@@ -232,3 +232,40 @@ describe('insertMany', () => {
     expect(await t.deps.users.count()).toBe(3)
   })
 })
+
+describe('export then import gives the same names back', () => {
+  const user = (id: number, name: string): ExportedUser => ({
+    id,
+    name,
+    email: `u${id}@example.com`,
+    created_at: '2026-01-01T00:00:00.000Z',
+    updated_at: '2026-01-01T00:00:00.000Z',
+    password_hash: null,
+  })
+  const names = [
+    "'=x",
+    "'plain",
+    '=SUM(A1)',
+    "''",
+    "'",
+    '-1',
+    'line\u2028separator',
+    'para\u2029graph',
+  ]
+
+  for (const format of ['csv', 'jsonl'] as const) {
+    test(`${format}: a guard that was there comes off, one that was not stays away`, async () => {
+      async function* batches() {
+        yield names.map((name, i) => user(i + 1, name))
+      }
+      let text = ''
+      for await (const chunk of exportChunks(batches(), format, false)) text += chunk
+      if (format === 'jsonl') {
+        // One record per line, whatever line separators a name holds.
+        expect(text.split(/\r\n|\r|\n|\u2028|\u2029/).filter(Boolean)).toHaveLength(names.length)
+      }
+      const read = await records(text, format)
+      expect(read.map((record) => ('value' in record ? record.value.name : record))).toEqual(names)
+    })
+  }
+})
