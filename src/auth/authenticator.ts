@@ -3,7 +3,7 @@ import { AppError, badRequest } from '../errors/errors'
 import type { ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
 import type { LoginLimiter } from './limiter'
-import { verifyPassword } from './passwords'
+import { hashPassword, needsRehash, verifyPassword } from './passwords'
 import type { Principal, Scheme } from './principal'
 import type { CredentialStore, SignedInUser } from './sessions'
 
@@ -15,6 +15,11 @@ export interface UserLookup {
   withPasswordHash(
     userId: number,
   ): Promise<{ user: SignedInUser; passwordHash: string | null } | null>
+  /**
+   * Replaces a password hash with a stronger one of the same password, if it is still
+   * `expected` (a compare-and-set): not a password change (no version, no revocation).
+   */
+  replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
 }
 
 export interface Presented {
@@ -107,8 +112,19 @@ export function createAuthenticator(deps: {
       const user = await deps.users.byEmail(address)
       const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
       if (user === null || user.passwordHash === null || !ok) return null
+      if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
       return { id: user.id, passwordHash: user.passwordHash }
     })
+  }
+
+  /**
+   * An imported hash weaker than roster's own is replaced now that the password is known, after
+   * the answer (a sign-in does not wait for a second argon2 run); if it fails, the next does it.
+   */
+  function strengthen(userId: number, weak: string, password: string): void {
+    void hashPassword(password)
+      .then((strong) => deps.users.replacePasswordHash(userId, weak, strong))
+      .catch(() => {})
   }
 
   /**

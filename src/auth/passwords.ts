@@ -35,3 +35,19 @@ export function verifyPassword(password: string, hash: string): Promise<boolean>
 export function passwordWorkload() {
   return { running, waiting: waiting.length, ...counts }
 }
+
+/** roster's own argon2id costs (Bun.password's defaults): 64 MiB, two passes. */
+const OWN_MEMORY_KIB = 65536
+const OWN_TIME_COST = 2
+const ARGON2ID = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=\d+\$/
+
+/**
+ * Whether a stored hash is weaker than the ones roster makes (bcrypt, argon2i or argon2d, or
+ * argon2id with lower costs: imported from another system). Such a hash is replaced after the
+ * next successful sign-in, when the password is known again.
+ */
+export function needsRehash(hash: string): boolean {
+  const argon2id = ARGON2ID.exec(hash)
+  if (argon2id === null) return true
+  return Number(argon2id[1]) < OWN_MEMORY_KIB || Number(argon2id[2]) < OWN_TIME_COST
+}

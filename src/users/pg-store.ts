@@ -168,6 +168,12 @@ export function createPgUserStore(
       return { user: withIsoTimestamps<UserRecord>(user), passwordHash }
     },
 
+    async replacePasswordHash(userId, expected, replacement) {
+      await pool`
+        UPDATE users SET password_hash = ${replacement}
+        WHERE id = ${userId}::int8 AND password_hash = ${expected}`
+    },
+
     async emailsTaken(emails) {
       const keys = emails.map(emailKey)
       const rows = await pool<{ email_key: string }[]>`

@@ -73,6 +73,9 @@ export function createSqliteUserStore(
   const byEmailKey = sqlite.query<{ id: number; password_hash: string | null }, [string]>(
     'SELECT id, password_hash FROM users WHERE email_key = ?',
   )
+  const replaceHash = writer.query(
+    'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
+  )
   const withHashById = sqlite.query<UserRecord & { password_hash: string | null }, [number]>(
     `SELECT ${RECORD_COLUMNS}, password_hash FROM users WHERE id = ?`,
   )
@@ -205,6 +208,9 @@ export function createSqliteUserStore(
         const { password_hash: passwordHash, ...user } = row
         return { user, passwordHash }
       }),
+    replacePasswordHash: async (userId, expected, replacement) => {
+      await writes.run(() => replaceHash.run(replacement, userId, expected))
+    },
     ...createSqliteUserBulk(store, now),
   }
 }

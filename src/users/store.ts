@@ -40,6 +40,11 @@ export interface UserStore extends UserWrites {
   withPasswordHash(
     userId: number,
   ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
+  /**
+   * Replaces the password hash when it is still `expected`, with a stronger hash of the same
+   * password (after a sign-in with an imported hash): the record does not change otherwise.
+   */
+  replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
   /** Which of these emails users already have, as email keys (one query for all). */
   emailsTaken(emails: readonly string[]): Promise<Set<string>>
   /**
