@@ -6,6 +6,7 @@ import {
   type ApiKeyStore,
   type ApiKeyView,
   type CreatedApiKey,
+  KEY_FAMILY,
   LAST_USED_RESOLUTION_MS,
   SHOWN_PREFIX_LENGTH,
 } from './api-keys'
@@ -14,11 +15,12 @@ import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 /** API keys in PostgreSQL (see ApiKeyStore): a revocation on one instance holds on all at once. */
 export function createPgApiKeyStore(pool: SQL, now: () => Date): ApiKeyStore {
   return {
-    async create(name: string): Promise<CreatedApiKey> {
+    async create(name: string, parentId: number | null = null): Promise<CreatedApiKey> {
       const key = newSecret(API_KEY_PREFIX)
       const [row] = await pool<ApiKeyView[]>`
-        INSERT INTO api_keys (name, prefix, key_hash, created_at)
-        VALUES (${name}, ${key.slice(0, SHOWN_PREFIX_LENGTH)}, ${sha256Hex(key)}, ${now().toISOString()})
+        INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id)
+        VALUES (${name}, ${key.slice(0, SHOWN_PREFIX_LENGTH)}, ${sha256Hex(key)},
+                ${now().toISOString()}, ${parentId})
         RETURNING id, name, prefix, created_at`
       const created = row as ApiKeyView
       return {
@@ -33,7 +35,8 @@ export function createPgApiKeyStore(pool: SQL, now: () => Date): ApiKeyStore {
     async list(request: PageRequest) {
       return pageOf(
         await pool<WithTotal<ApiKeyView>[]>`
-          SELECT id, name, prefix, created_at, last_used_at, (count(*) OVER ())::int AS total
+          SELECT id, name, prefix, created_at, last_used_at, parent_id,
+                 (count(*) OVER ())::int AS total
           FROM api_keys WHERE revoked_at IS NULL
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}`,
         () => pool`SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`,
@@ -41,10 +44,14 @@ export function createPgApiKeyStore(pool: SQL, now: () => Date): ApiKeyStore {
     },
 
     async revoke(id: number): Promise<boolean> {
-      const rows = await pool`
-        UPDATE api_keys SET revoked_at = ${now().toISOString()}
-        WHERE id = ${id}::int8 AND revoked_at IS NULL RETURNING 1`
-      return rows.length > 0
+      // One statement: the key and its descendants go together, whatever runs beside it.
+      const rows = await pool.unsafe<{ id: number }[]>(
+        `${KEY_FAMILY}
+         UPDATE api_keys SET revoked_at = $2
+         WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL RETURNING id`,
+        [id, now().toISOString()],
+      )
+      return rows.some((row) => row.id === id)
     },
 
     async authenticate(key: string) {

@@ -57,7 +57,10 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
       async ({ body, set }) => {
         set.status = 201
         set.headers['cache-control'] = NO_STORE
-        return await apiKeys.create(body.name.trim())
+        // The key that asks records itself as the parent: revoking it revokes this one too.
+        const principal = principalOf(set)
+        const parent = principal?.kind === 'apiKey' ? principal.keyId : null
+        return await apiKeys.create(body.name.trim(), parent)
       },
       {
         auth: { schemes: ['apiKey'] },
@@ -66,7 +69,8 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         detail: {
           tags,
           summary: 'Create an API key',
-          description: 'The key is in this answer only; roster keeps its SHA-256.',
+          description:
+            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
           responses: documented({
             201: CreatedApiKey,
@@ -118,7 +122,8 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         detail: {
           tags,
           summary: 'Revoke an API key',
-          description: 'The key is refused from the next request on.',
+          description:
+            'The key, and every key made from it (at any depth), is refused from the next request on.',
           security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
           responses: documented({
             200: RevokedApiKey,

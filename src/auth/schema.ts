@@ -27,6 +27,10 @@ export const ApiKeyView = t.Object({
   last_used_at: t.Union([t.String({ format: 'date-time' }), t.Null()], {
     description: 'Recorded to the minute.',
   }),
+  parent_id: t.Union([Type.Integer(), t.Null()], {
+    description:
+      'The key that made this one through the API (revoking it revokes this one); null when made on the command line.',
+  }),
 })
 
 export const CreatedApiKey = t.Object({

@@ -6,6 +6,7 @@ import {
   type ApiKeyStore,
   type ApiKeyView,
   type CreatedApiKey,
+  KEY_FAMILY,
   LAST_USED_RESOLUTION_MS,
   SHOWN_PREFIX_LENGTH,
 } from './api-keys'
@@ -15,9 +16,9 @@ import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeyStore {
   const sqlite = store.db.$client
   const { reader, writes } = store
-  const columns = 'id, name, prefix, created_at, last_used_at'
-  const insert = sqlite.query<ApiKeyView, [string, string, string, string]>(
-    `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`,
+  const columns = 'id, name, prefix, created_at, last_used_at, parent_id'
+  const insert = sqlite.query<ApiKeyView, [string, string, string, string, number | null]>(
+    `INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id) VALUES (?, ?, ?, ?, ?) RETURNING ${columns}`,
   )
   const byHash = reader.query<{ id: number; name: string; last_used_at: string | null }, [string]>(
     'SELECT id, name, last_used_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
@@ -29,8 +30,12 @@ export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeySt
   const total = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
   )
-  const revoke = sqlite.query(
-    'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
+  const isActive = sqlite.query<{ found: number }, [number]>(
+    'SELECT 1 AS found FROM api_keys WHERE id = ? AND revoked_at IS NULL',
+  )
+  const revokeFamily = sqlite.query(
+    `${KEY_FAMILY.replaceAll('$1', '?1')}
+     UPDATE api_keys SET revoked_at = ?2 WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL`,
   )
   const readPage = reader.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
@@ -38,10 +43,16 @@ export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeySt
   }))
 
   return {
-    async create(name: string): Promise<CreatedApiKey> {
+    async create(name: string, parentId: number | null = null): Promise<CreatedApiKey> {
       const key = newSecret(API_KEY_PREFIX)
       const row = (await writes.run(() =>
-        insert.get(name, key.slice(0, SHOWN_PREFIX_LENGTH), sha256Hex(key), now().toISOString()),
+        insert.get(
+          name,
+          key.slice(0, SHOWN_PREFIX_LENGTH),
+          sha256Hex(key),
+          now().toISOString(),
+          parentId,
+        ),
       )) as ApiKeyView
       return { id: row.id, name: row.name, prefix: row.prefix, key, created_at: row.created_at }
     },
@@ -49,7 +60,11 @@ export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeySt
     list: (request) => settle(() => readPage(request)),
 
     async revoke(id: number): Promise<boolean> {
-      return (await writes.run(() => revoke.run(now().toISOString(), id))).changes > 0
+      return await writes.run(() => {
+        if (isActive.get(id) === null) return false
+        revokeFamily.run(id, now().toISOString())
+        return true
+      })
     },
 
     authenticate: (key) =>

@@ -4,6 +4,7 @@ import m1 from '../../drizzle/0001_credentials.sql' with { type: 'text' }
 import m2 from '../../drizzle/0002_uploads.sql' with { type: 'text' }
 import m3 from '../../drizzle/0003_webhooks.sql' with { type: 'text' }
 import m4 from '../../drizzle/0004_webhook_body_hash.sql' with { type: 'text' }
+import m5 from '../../drizzle/0005_api_key_parents.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
@@ -11,4 +12,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0002_uploads', when: 1795246337959, sql: m2 },
   { tag: '0003_webhooks', when: 1795246810892, sql: m3 },
   { tag: '0004_webhook_body_hash', when: 1795460947494, sql: m4 },
+  { tag: '0005_api_key_parents', when: 1795534880009, sql: m5 },
 ]

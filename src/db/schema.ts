@@ -96,6 +96,8 @@ export const apiKeys = sqliteTable('api_keys', {
   createdAt: text('created_at').notNull(),
   lastUsedAt: text('last_used_at'),
   revokedAt: text('revoked_at'),
+  /** The key that made this one through the API (null: made on the command line). */
+  parentId: integer('parent_id'),
 })
 
 /**

@@ -3,6 +3,56 @@ import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey, signedIn } from '../helpers/auth'
 
 describe('/api-keys', () => {
+  test('a key made with a key dies with it, at any depth; revoking a child leaves the parent', async () => {
+    await using t = await makeTestApp()
+    const root = await apiKey(t, 'root')
+    const mint = async (by: string, name: string) =>
+      (await t.post('/api-keys', { name }, { headers: { 'x-api-key': by } })).body as {
+        id: number
+        key: string
+      }
+    const child = await mint(root, 'child')
+    const grandchild = await mint(child.key, 'grandchild')
+    const sibling = await mint(root, 'sibling')
+    const listed = (await t.get('/api-keys', { headers: { 'x-api-key': root } })).body.data
+    expect(
+      listed.map((k: { name: string; parent_id: number | null }) => [k.name, k.parent_id]),
+    ).toEqual([
+      ['root', null],
+      ['child', 1],
+      ['grandchild', child.id],
+      ['sibling', 1],
+    ])
+    const works = async (key: string) =>
+      (await t.get('/data', { headers: { 'x-api-key': key } })).status === 200
+    expect(
+      (await t.call('DELETE', `/api-keys/${sibling.id}`, { headers: { 'x-api-key': root } }))
+        .status,
+    ).toBe(200)
+    expect([await works(root), await works(child.key), await works(sibling.key)]).toEqual([
+      true,
+      true,
+      false,
+    ])
+    // Revoked with the parent, by the parent's own id, from another key: every descendant goes.
+    const other = await apiKey(t, 'other')
+    expect(
+      (await t.call('DELETE', '/api-keys/1', { headers: { 'x-api-key': other } })).status,
+    ).toBe(200)
+    expect([await works(root), await works(child.key), await works(grandchild.key)]).toEqual([
+      false,
+      false,
+      false,
+    ])
+    expect(await works(other)).toBe(true)
+    // A revoked key's id is gone: a second revoke is 404.
+    expectEnvelope(
+      await t.call('DELETE', `/api-keys/${child.id}`, { headers: { 'x-api-key': other } }),
+      404,
+      'NOT_FOUND',
+    )
+  })
+
   test('POST creates a key, shown once; only its hash is stored', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
@@ -40,6 +90,7 @@ describe('/api-keys', () => {
       'id',
       'last_used_at',
       'name',
+      'parent_id',
       'prefix',
     ])
     expect(reply.headers.get('x-total-count')).toBe('4')

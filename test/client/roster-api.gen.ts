@@ -236,7 +236,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.
          */
         post: operations["postApi-keys"];
         delete?: never;
@@ -257,7 +257,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key is refused from the next request on.
+         * @description The key, and every key made from it (at any depth), is refused from the next request on.
          */
         delete: operations["deleteApi-keysById"];
         options?: never;
@@ -640,7 +640,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.
          */
         post: operations["postV2Api-keys"];
         delete?: never;
@@ -661,7 +661,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key is refused from the next request on.
+         * @description The key, and every key made from it (at any depth), is refused from the next request on.
          */
         delete: operations["deleteV2Api-keysById"];
         options?: never;
@@ -3591,6 +3591,8 @@ export interface operations {
                             created_at: string;
                             /** @description Recorded to the minute. */
                             last_used_at: string | null;
+                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line. */
+                            parent_id: number | null;
                         }[];
                         pagination: {
                             limit: number;
@@ -8794,6 +8796,8 @@ export interface operations {
                             created_at: string;
                             /** @description Recorded to the minute. */
                             last_used_at: string | null;
+                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line. */
+                            parent_id: number | null;
                         }[];
                         pagination: {
                             limit: number;
