@@ -76,8 +76,13 @@ export function createApp(
     .use(optionsRoutes(routes))
     .use(docsRoutes(VERSION))
     .use(consoleRoutes())
-    .use(metricsRoutes(deps.metrics.render))
   const inputs = routeInputs(deps)
+  app.use(
+    metricsRoutes(deps.metrics.render, {
+      auth: inputs.users.auth,
+      usersAccess: deps.config.usersAccess,
+    }),
+  )
   for (const [prefix, version] of MOUNTS) {
     app.use(healthRoutes(inputs.health, prefix))
     app.use(userExportRoutes(inputs.userExport, prefix))
@@ -114,6 +119,8 @@ function routeInputs(deps: Deps) {
       clock,
       startedAt: deps.startedAt,
       publicUrl: config.publicUrl,
+      auth,
+      figuresNeedKey: config.usersAccess === 'protected',
     },
     userExport: { auth, users, clock },
     users: {

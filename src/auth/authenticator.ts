@@ -1,6 +1,6 @@
 import type { Config } from '../config'
 import { AppError, badRequest } from '../errors/errors'
-import type { ApiKeyStore } from './api-keys'
+import { API_KEY_PREFIX, type ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
 import type { LoginLimiter } from './limiter'
 import { hashPassword, needsRehash, verifyPassword } from './passwords'
@@ -199,6 +199,13 @@ export function createAuthenticator(deps: {
         if (scheme === 'basic' && schemes.includes('basic')) {
           return { principal: await basic(authorization, schemes, ipOf) }
         }
+        // An API key may come as a bearer token (Prometheus sends its credentials so).
+        const bearerKey = scheme === 'bearer' ? bearerApiKey(authorization) : null
+        if (bearerKey !== null && schemes.includes('apiKey')) {
+          return {
+            principal: await apiKey({ ...presented, apiKeyHeader: bearerKey }, schemes),
+          }
+        }
         if (scheme === 'bearer' && schemes.includes('bearer')) {
           return { principal: await bearer(authorization, schemes) }
         }
@@ -232,6 +239,12 @@ export function createAuthenticator(deps: {
 }
 
 export type Authenticator = ReturnType<typeof createAuthenticator>
+
+/** The API key in `Authorization: Bearer rk_…`, or null when the token is not one. */
+function bearerApiKey(authorization: string): string | null {
+  const token = /^Bearer +(\S+)$/i.exec(authorization.trim())?.[1]
+  return token?.startsWith(API_KEY_PREFIX) ? token : null
+}
 
 export function tooManyAttempts(retryAfterS: number): AppError {
   return new AppError('RATE_LIMITED', 'Too many failed sign-ins; try again later', [], {

@@ -48,6 +48,11 @@ function documentation(version: string) {
         },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
+        bearerApiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'an API key (rk_…) as a bearer token, as Prometheus sends it',
+        },
       },
     },
   }

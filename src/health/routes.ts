@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
+import type { AuthPlugin } from '../auth/plugin'
+import { principalOf } from '../auth/principal'
 import { AppError } from '../errors/errors'
 import { errorBody } from '../http/error-handler'
 import { jsonResponse } from '../http/json-response'
@@ -15,10 +17,12 @@ const Health = t.Object({
     storage: t.Union([t.Literal('ok'), t.Literal('failing')]),
     disk: t.Union([t.Literal('ok'), t.Literal('failing')]),
   }),
-  disk_free_bytes: t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
-    description:
-      'Free bytes on the data directory’s disk (null when the file system will not say).',
-  }),
+  disk_free_bytes: t.Optional(
+    t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
+      description:
+        'Free bytes on the data directory’s disk (null when the file system will not say). In protected mode only shown to a caller with an API key.',
+    }),
+  ),
   error: t.Optional(ErrorEnvelope.properties.error),
   request_id: t.Optional(t.String()),
 })
@@ -40,10 +44,13 @@ export function healthRoutes(
     clock: () => number
     startedAt: number
     publicUrl: string | null
+    auth: AuthPlugin
+    /** Protected mode: figures (free bytes) only for a caller with an API key (section 11). */
+    figuresNeedKey: boolean
   },
   prefix: '' | '/v1' | '/v2',
 ) {
-  const { checks, version, clock, startedAt, publicUrl } = inputs
+  const { checks, version, clock, startedAt, publicUrl, figuresNeedKey } = inputs
   const answer = (
     results: CheckResults,
     request: Request,
@@ -51,25 +58,30 @@ export function healthRoutes(
   ) => {
     const { database, storage, disk, freeBytes } = results
     const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
+    const showFigures = !figuresNeedKey || principalOf(set)?.kind === 'apiKey'
     const body = {
       status: healthy ? 'ok' : 'unavailable',
       version,
       uptime_s: Math.floor((clock() - startedAt) / 1000),
       checks: { database, storage, disk },
-      disk_free_bytes: freeBytes,
+      ...(showFigures ? { disk_free_bytes: freeBytes } : {}),
     } as const
     if (healthy) return body
     const failing = Object.entries(body.checks)
       .filter(([, state]) => state === 'failing')
       .map(([name]) =>
-        name === 'disk' ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
+        name === 'disk' && showFigures ? `disk (full: ${freeBytes ?? 'unknown'} bytes free)` : name,
       )
     const error = new AppError('SERVICE_UNAVAILABLE', `Failing checks: ${failing.join(', ')}`)
     const requestId = String(set.headers['x-request-id'])
     const docsBase = publicBaseUrl(request, publicUrl)
     return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
   }
-  return new Elysia({ prefix }).get(
+  // Open mode needs no credential here at all: the hook is left out of the probe's path.
+  const figuresAuth = figuresNeedKey
+    ? { auth: { schemes: ['apiKey' as const], optional: true } }
+    : {}
+  return new Elysia({ prefix }).use(inputs.auth).get(
     '/health',
     ({ request, set }) => {
       const results = checks()
@@ -77,6 +89,7 @@ export function healthRoutes(
       return answer(results, request, set)
     },
     {
+      ...figuresAuth,
       detail: {
         tags: ['operations'],
         summary: 'Health',

@@ -1,14 +1,20 @@
 import { Elysia } from 'elysia'
+import type { AuthPlugin } from '../auth/plugin'
 import { NO_STORE } from '../http/credentials'
 
 export const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
 /**
- * GET /metrics (unversioned only): Prometheus text. Open like /health: it holds counts and
- * timings, no user data; put it behind the firewall with the rest of the operator's ports.
+ * GET /metrics (unversioned only): Prometheus text. It follows the access mode (section 11):
+ * open, anyone may read it; protected, it needs an API key (as X-API-Key, or as
+ * `Authorization: Bearer`, which is how Prometheus sends a credential).
  */
-export function metricsRoutes(render: () => Promise<string>) {
-  return new Elysia().get(
+export function metricsRoutes(
+  render: () => Promise<string>,
+  inputs: { auth: AuthPlugin; usersAccess: 'open' | 'protected' },
+) {
+  const isProtected = inputs.usersAccess === 'protected'
+  return new Elysia().use(inputs.auth).get(
     '/metrics',
     ({ set }) => {
       set.headers['content-type'] = METRICS_TYPE
@@ -16,7 +22,9 @@ export function metricsRoutes(render: () => Promise<string>) {
       return render()
     },
     {
+      ...(isProtected ? { auth: { schemes: ['apiKey' as const] } } : {}),
       detail: {
+        ...(isProtected ? { security: [{ apiKeyHeader: [] }, { bearerApiKey: [] }] } : {}),
         tags: ['operations'],
         summary: 'Metrics (Prometheus text format 0.0.4)',
         description:

@@ -937,8 +937,8 @@ export interface operations {
                             storage: "ok" | "failing";
                             disk: "ok" | "failing";
                         };
-                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). */
-                        disk_free_bytes: number | null;
+                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). In protected mode only shown to a caller with an API key. */
+                        disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
                             code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
@@ -995,8 +995,8 @@ export interface operations {
                             storage: "ok" | "failing";
                             disk: "ok" | "failing";
                         };
-                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). */
-                        disk_free_bytes: number | null;
+                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). In protected mode only shown to a caller with an API key. */
+                        disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
                             code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
@@ -6133,8 +6133,8 @@ export interface operations {
                             storage: "ok" | "failing";
                             disk: "ok" | "failing";
                         };
-                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). */
-                        disk_free_bytes: number | null;
+                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). In protected mode only shown to a caller with an API key. */
+                        disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
                             code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
@@ -6191,8 +6191,8 @@ export interface operations {
                             storage: "ok" | "failing";
                             disk: "ok" | "failing";
                         };
-                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). */
-                        disk_free_bytes: number | null;
+                        /** @description Free bytes on the data directory’s disk (null when the file system will not say). In protected mode only shown to a caller with an API key. */
+                        disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
                             code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";

@@ -64,6 +64,7 @@ describe('/swagger', () => {
       'apiKeyQuery',
       'basic',
       'bearer',
+      'bearerApiKey',
       'session',
     ])
     expect(doc.paths['/me'].get.security).toEqual([{ bearer: [] }, { session: [] }])

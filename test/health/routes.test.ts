@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { expectEnvelope, makeTestApp, sqliteOf } from '../helpers/app'
+import { apiKey } from '../helpers/auth'
 import { dropDatabase } from '../helpers/postgres'
 
 describe('GET /health', () => {
@@ -62,5 +63,41 @@ describe('health check caching', () => {
     const reply = await t.get('/health')
     expect(reply.status).toBe(503)
     expect(reply.body).toMatchObject({ uptime_s: 1, checks: { storage: 'failing' } })
+  })
+})
+
+describe('/metrics and /health in protected mode (section 11)', () => {
+  test('/metrics needs an API key, as X-API-Key or as a bearer token (Prometheus)', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = await apiKey(t)
+    const anonymous = await t.get('/metrics')
+    expectEnvelope(anonymous, 401, 'UNAUTHORIZED')
+    expect(anonymous.headers.get('www-authenticate')).toBe('ApiKey')
+    for (const headers of [{ 'x-api-key': key }, { authorization: `Bearer ${key}` }]) {
+      const reply = await t.get('/metrics', { headers })
+      expect(reply.status).toBe(200)
+      expect(reply.text).toContain('roster_http_requests_total')
+    }
+    expectEnvelope(
+      await t.get('/metrics', { headers: { authorization: 'Bearer rk_revoked_or_wrong' } }),
+      401,
+      'UNAUTHORIZED',
+    )
+  })
+
+  test('/health shows status, version, uptime and the checks to anyone; figures only with a key', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = await apiKey(t)
+    const anonymous = await t.get('/health')
+    expect(anonymous.status).toBe(200)
+    expect(Object.keys(anonymous.body).sort()).toEqual(['checks', 'status', 'uptime_s', 'version'])
+    const withKey = await t.get('/health', { headers: { authorization: `Bearer ${key}` } })
+    expect(withKey.body).toHaveProperty('disk_free_bytes')
+  })
+
+  test('open mode: /metrics and the figures are anyone’s', async () => {
+    await using t = await makeTestApp({ usersAccess: 'open' })
+    expect((await t.get('/metrics')).status).toBe(200)
+    expect((await t.get('/health')).body).toHaveProperty('disk_free_bytes')
   })
 })
