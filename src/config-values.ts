@@ -141,3 +141,18 @@ export function parseTrustProxy(
   }
   return { proxies: Object.freeze(ranges) }
 }
+
+const DURATION_UNITS: Record<string, number> = {
+  m: 60_000,
+  h: 60 * 60_000,
+  d: 24 * 60 * 60_000,
+}
+
+/** A retention such as `90d`, `36h` or `30m`, in milliseconds (at least a minute). */
+export function parseDuration(text: string, source: string): number {
+  const match = /^([0-9]{1,6}) ?([mhd])$/i.exec(text.trim())
+  const unit = DURATION_UNITS[(match?.[2] ?? '').toLowerCase()]
+  const value = match === null || unit === undefined ? 0 : Number(match[1]) * unit
+  if (value < 60_000) throw invalid(source, text, 'a duration such as 90d, 36h or 30m')
+  return value
+}

@@ -7,6 +7,7 @@ import {
   MIB,
   oneOf,
   parseBoolean,
+  parseDuration,
   parseIntegerIn,
   parseOrigins,
   parseRate,
@@ -39,6 +40,8 @@ export interface Config {
   readonly maxUploadSize: number
   /** Requests a second per client IP (bursts of as many), or null when off. */
   readonly rateLimit: number | null
+  /** How long received webhook events are kept (ms) before the housekeeping deletes them. */
+  readonly webhookRetention: number
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
 }
@@ -226,6 +229,15 @@ export const SERVE_OPTIONS = [
     defaultText: 'off',
     help: 'N/s: at most N requests a second per client IP, in bursts of up to N (429 beyond; /health and /metrics are exempt)',
     parse: parseRate,
+  }),
+  option({
+    key: 'webhookRetention',
+    fallback: () => 90 * 24 * 60 * 60 * 1000,
+    flag: 'webhook-retention',
+    env: ['ROSTER_WEBHOOK_RETENTION'],
+    defaultText: '90d',
+    help: 'how long received webhook events are kept (such as 90d, 36h); older handled ones are deleted hourly. A sha256= delivery replayed after that is taken as new',
+    parse: parseDuration,
   }),
   option({
     key: 'cookieSecure',

@@ -204,29 +204,47 @@ function addGauges(metrics: Metrics, backend: Backend): void {
 }
 
 /**
- * Deletes what has expired: sessions, access tokens, idempotency answers, and in a bucket the
- * objects of uploads whose instance died (past their grace). Run at start and hourly, by every
+ * Deletes what has expired: sessions, access tokens, idempotency answers, webhook events past
+ * their retention, and in a bucket the objects of uploads whose instance died (past their grace). Run at start and hourly, by every
  * instance: each is one statement or a claim-free delete, safe to run anywhere at once.
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    const [, , swept] = await Promise.all([
+    const [, , swept, events] = await Promise.all([
       deps.credentials.purgeExpired(),
       deps.idempotency.purgeExpired(),
       deps.fileStore.sweepsWhileServing ? deps.sweepUploads() : 0,
+      purgeOldEvents(deps),
     ])
     if (swept > 0) {
       deps.log.warn(`removed ${swept} upload object(s) an instance left when it stopped mid-upload`)
     }
+    if (events > 0) deps.log.info(`deleted ${events} webhook event(s) past --webhook-retention`)
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
     deps.log.warn(
-      'could not delete expired sessions, tokens, idempotency answers or abandoned uploads',
+      'could not delete expired sessions, tokens, idempotency answers, old webhook events or abandoned uploads',
       {
         error: (error as Error).message,
       },
     )
   }
+}
+
+/** Rows a purge deletes per statement, and statements per round: bounded work, short locks. */
+const PURGE_BATCH = 1000
+const PURGE_ROUNDS = 50
+
+/** Webhook events past --webhook-retention, in bounded batches. */
+async function purgeOldEvents(deps: Deps): Promise<number> {
+  const cutoff = new Date(deps.clock() - deps.config.webhookRetention).toISOString()
+  let deleted = 0
+  for (let round = 0; round < PURGE_ROUNDS; round += 1) {
+    const gone = await deps.webhooks.inbox.purgeReceivedBefore(cutoff, PURGE_BATCH)
+    deleted += gone
+    if (gone < PURGE_BATCH) break
+  }
+  return deleted
 }
 
 function prepareDirectory(path: string): void {

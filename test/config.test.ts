@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       maxFiles: 20,
       maxUploadSize: 1024 * 1024 * 1024,
       rateLimit: null,
+      webhookRetention: 90 * 24 * 60 * 60 * 1000,
       webhookSecrets: [],
     })
   })

@@ -169,5 +169,7 @@ export const webhookEvents = sqliteTable(
     uniqueIndex('webhook_events_scheme_event_id_unique').on(table.scheme, table.eventId),
     uniqueIndex('webhook_events_body_sha256_unique').on(table.bodySha256),
     index('webhook_events_due_idx').on(table.nextAttemptAt),
+    // The retention purge deletes by age (--webhook-retention).
+    index('webhook_events_received_at_idx').on(table.receivedAt),
   ],
 )

@@ -70,6 +70,11 @@ export interface WebhookInbox {
   count(): Promise<number>
   /** Events waiting to be handled or retried. */
   waiting(): Promise<number>
+  /**
+   * Deletes up to `limit` events received before `cutoff` (ISO 8601) that wait for nothing
+   * more (handled, ignored, or failed for good); resolves to how many went.
+   */
+  purgeReceivedBefore(cutoff: string, limit: number): Promise<number>
 }
 
 /** A webhook_events row as both databases' claims read it. */

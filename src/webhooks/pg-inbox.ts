@@ -127,6 +127,16 @@ export function createPgWebhookInbox(
       )
     },
 
+    async purgeReceivedBefore(cutoff, limit) {
+      const rows = await pool`
+        DELETE FROM webhook_events WHERE seq IN (
+          SELECT seq FROM webhook_events
+          WHERE received_at < ${cutoff} AND next_attempt_at IS NULL
+          LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+        RETURNING 1`
+      return rows.length
+    },
+
     count: () => countOf(pool`SELECT count(*)::int AS n FROM webhook_events`),
     waiting: () =>
       countOf(

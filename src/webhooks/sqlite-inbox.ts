@@ -71,6 +71,10 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
   const waiting = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_events WHERE next_attempt_at IS NOT NULL',
   )
+  const purgeBefore = sqlite.query(
+    `DELETE FROM webhook_events WHERE seq IN (
+       SELECT seq FROM webhook_events WHERE received_at < ? AND next_attempt_at IS NULL LIMIT ?)`,
+  )
   const readPage = reader.transaction((request: PageRequest, status: EventStatus | undefined) =>
     status === undefined
       ? { data: page.all(request.limit, request.offset), total: total.get()?.n ?? 0 }
@@ -127,5 +131,7 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
     list: (request, status) => settle(() => readPage(request, status)),
     count: () => settle(() => total.get()?.n ?? 0),
     waiting: () => settle(() => waiting.get()?.n ?? 0),
+    purgeReceivedBefore: (cutoff, limit) =>
+      writes.run(() => purgeBefore.run(cutoff, limit).changes),
   }
 }

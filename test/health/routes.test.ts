@@ -73,7 +73,11 @@ describe('/metrics and /health in protected mode (section 11)', () => {
     const anonymous = await t.get('/metrics')
     expectEnvelope(anonymous, 401, 'UNAUTHORIZED')
     expect(anonymous.headers.get('www-authenticate')).toBe('ApiKey')
-    for (const headers of [{ 'x-api-key': key }, { authorization: `Bearer ${key}` }]) {
+    const ways: Record<string, string>[] = [
+      { 'x-api-key': key },
+      { authorization: `Bearer ${key}` },
+    ]
+    for (const headers of ways) {
       const reply = await t.get('/metrics', { headers })
       expect(reply.status).toBe(200)
       expect(reply.text).toContain('roster_http_requests_total')

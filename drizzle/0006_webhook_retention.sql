@@ -1,0 +1,1 @@
+CREATE INDEX `webhook_events_received_at_idx` ON `webhook_events` (`received_at`);
