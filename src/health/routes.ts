@@ -81,25 +81,78 @@ export function healthRoutes(
   const figuresAuth = figuresNeedKey
     ? { auth: { schemes: ['apiKey' as const], optional: true } }
     : {}
-  return new Elysia({ prefix }).use(inputs.auth).get(
-    '/health',
-    ({ request, set }) => {
-      const results = checks()
-      if (results instanceof Promise) return results.then((done) => answer(done, request, set))
-      return answer(results, request, set)
-    },
-    {
-      ...figuresAuth,
+  return new Elysia({ prefix })
+    .use(inputs.auth)
+    .get(
+      '/health',
+      ({ request, set }) => {
+        const results = checks()
+        if (results instanceof Promise) return results.then((done) => answer(done, request, set))
+        return answer(results, request, set)
+      },
+      {
+        ...figuresAuth,
+        detail: {
+          tags: ['operations'],
+          summary: 'Health',
+          description:
+            '200 when the database and the upload directory work and writes are not being refused for lack of space; 503 with status "unavailable" (plus the error envelope) when one fails. `disk` is failing from a write refused with 507 until a write succeeds again or space is freed; `disk_free_bytes` is the space left. Checks run at most once a second.',
+          responses: documented({ 200: Health, 503: Health }),
+        },
+      },
+    )
+    .get('/health/live', () => ({ status: 'ok' as const }), {
       detail: {
         tags: ['operations'],
-        summary: 'Health',
+        summary: 'Liveness',
         description:
-          '200 when the database and the upload directory work and writes are not being refused for lack of space; 503 with status "unavailable" (plus the error envelope) when one fails. `disk` is failing from a write refused with 507 until a write succeeds again or space is freed; `disk_free_bytes` is the space left. Checks run at most once a second.',
-        responses: documented({ 200: Health, 503: Health }),
+          'Answers 200 while the process answers at all: for a supervisor deciding whether to restart roster. Checks nothing else.',
+        responses: documented({ 200: Live }),
       },
-    },
-  )
+    })
+    .get(
+      '/health/ready',
+      ({ request, set }) => {
+        const results = checks()
+        if (results instanceof Promise) return results.then((done) => ready(done, request, set))
+        return ready(results, request, set)
+      },
+      {
+        detail: {
+          tags: ['operations'],
+          summary: 'Readiness',
+          description:
+            'For load balancers: 200 while the database answers, else 503. A failing bucket or a full disk does not take the instance out (uploads and downloads answer 503 then, everything else works); GET /health reports those. Checks run at most once a second.',
+          responses: documented({ 200: Ready, 503: Ready }),
+        },
+      },
+    )
+
+  function ready(
+    results: CheckResults,
+    request: Request,
+    set: { headers: Record<string, unknown> },
+  ) {
+    const body = {
+      status: results.database === 'ok' ? 'ok' : 'unavailable',
+      checks: { database: results.database },
+    } as const
+    if (results.database === 'ok') return body
+    const error = new AppError('SERVICE_UNAVAILABLE', 'Failing checks: database')
+    const requestId = String(set.headers['x-request-id'])
+    const docsBase = publicBaseUrl(request, publicUrl)
+    return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
+  }
 }
+
+const Live = t.Object({ status: t.Literal('ok') })
+
+const Ready = t.Object({
+  status: t.Union([t.Literal('ok'), t.Literal('unavailable')]),
+  checks: t.Object({ database: t.Union([t.Literal('ok'), t.Literal('failing')]) }),
+  error: t.Optional(ErrorEnvelope.properties.error),
+  request_id: t.Optional(t.String()),
+})
 
 /** The checks, re-run when their last result is older than HEALTH_CHECK_INTERVAL_MS. */
 export interface CheckResults {

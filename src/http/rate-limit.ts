@@ -7,7 +7,7 @@ import { pathOf } from './route-table'
 /** Clients tracked at most; beyond that idle ones, then the oldest, are dropped. */
 const MAX_CLIENTS = 100_000
 /** Monitoring must see the service whatever a client has spent. */
-const EXEMPT = /^(?:\/v[12])?\/health\/?$|^\/metrics\/?$/
+const EXEMPT = /^(?:\/v[12])?\/health(?:\/live|\/ready)?\/?$|^\/metrics\/?$/
 
 export interface Decision {
   allowed: boolean

@@ -37,6 +37,8 @@ describe('/swagger', () => {
     expect(doc.openapi).toStartWith('3.')
     const unversioned = [
       '/health',
+      '/health/live',
+      '/health/ready',
       '/users',
       '/users/export',
       '/users/{id}',

@@ -27,7 +27,7 @@ describe('GET /health', () => {
   })
 
   // The upload folder's failures (a bucket that stops answering: test/postgres/s3-outage.test.ts).
-  test('503 unavailable when the upload directory is gone', async () => {
+  test('503 unavailable when the upload directory is gone; ready and live stay 200', async () => {
     await using t = await makeTestApp({ storage: null })
     rmSync(t.deps.uploadDir, { recursive: true })
     const reply = await t.get('/health')
@@ -36,6 +36,12 @@ describe('GET /health', () => {
       status: 'unavailable',
       checks: { database: 'ok', storage: 'failing' },
     })
+    const ready = await t.get('/health/ready')
+    expect({ status: ready.status, body: ready.body }).toEqual({
+      status: 200,
+      body: { status: 'ok', checks: { database: 'ok' } },
+    })
+    expect((await t.get('/health/live')).body).toEqual({ status: 'ok' })
   })
 
   test('503 unavailable when the database goes away under it (file deleted, database dropped)', async () => {
@@ -48,6 +54,11 @@ describe('GET /health', () => {
       status: 'unavailable',
       checks: { database: 'failing', storage: 'ok' },
     })
+    // Ready follows the database (a balancer takes the instance out); live does not.
+    const ready = await t.get('/health/ready')
+    expectEnvelope(ready, 503, 'SERVICE_UNAVAILABLE')
+    expect(ready.body).toMatchObject({ status: 'unavailable', checks: { database: 'failing' } })
+    expect((await t.get('/health/live')).status).toBe(200)
   })
 })
 

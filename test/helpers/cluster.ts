@@ -36,8 +36,8 @@ function onLoopback(config: string, listen: number, ports: number[]): string {
   return lines
     .flatMap((line) => (line === template ? local : servers.includes(line) ? [] : [line]))
     .join('\n')
-    .replace(/^(\s*bind) :80\b/m, `$1 127.0.0.1:${listen}`)
-    .replace(/^(\s*listen) 80;/m, `$1 127.0.0.1:${listen};`)
+    .replace(/^(\s*bind) 10\.0\.0\.10:80\b/m, `$1 127.0.0.1:${listen}`)
+    .replace(/^(\s*listen) 10\.0\.0\.10:80;/m, `$1 127.0.0.1:${listen};`)
 }
 
 /**
@@ -122,6 +122,8 @@ export async function startCluster(
     env?: Record<string, string>
     /** A database of the test's own (a server it stops and starts); else a fresh one. */
     databaseUrl?: string
+    /** A bucket of the test's own (a server it stops and starts); else a prefix in the shared one. */
+    bucket?: { storage: { bucket: string; prefix: string }; env: Record<string, string> }
   } = {},
 ): Promise<Cluster> {
   requireBinary()
@@ -133,7 +135,7 @@ export async function startCluster(
     options.databaseUrl === undefined
       ? await freshDatabase()
       : { url: options.databaseUrl, [Symbol.asyncDispose]: async () => {} }
-  const { storage, env: s3env } = await freshStorage()
+  const { storage, env: s3env } = options.bucket ?? (await freshStorage())
   const dir = tempDir('roster-cluster-')
   const env = cleanEnv({ ...s3env, ...options.env })
   const flags = [

@@ -23,3 +23,85 @@ export async function cutShort(
     socket.on('error', reject)
   })
 }
+
+/**
+ * One keep-alive HTTP/1.1 connection that sends each request once and never replays it: when
+ * the connection dies before an answer, `send` resolves to status 0 and the next request opens
+ * a new connection. (fetch, like Go's client and browsers, replays a request whose pooled
+ * connection died after it was written: a test of what a balancer sends cannot use it.)
+ */
+export class OnceClient {
+  private socket: ReturnType<typeof connect> | null = null
+  private buffer = Buffer.alloc(0)
+  private waiting: ((status: number) => void) | null = null
+
+  constructor(private readonly url: string) {}
+
+  async send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body = '',
+  ): Promise<number> {
+    const socket = await this.connection()
+    const payload = Buffer.from(body)
+    const head = [
+      `${method} ${path} HTTP/1.1`,
+      `host: ${new URL(this.url).host}`,
+      `content-length: ${payload.byteLength}`,
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+      '',
+      '',
+    ].join('\r\n')
+    const answered = new Promise<number>((resolve) => {
+      this.waiting = resolve
+    })
+    socket.write(Buffer.concat([Buffer.from(head), payload]))
+    return await answered
+  }
+
+  close(): void {
+    this.socket?.destroy()
+  }
+
+  private connection(): Promise<ReturnType<typeof connect>> {
+    if (this.socket !== null) return Promise.resolve(this.socket)
+    const { hostname, port } = new URL(this.url)
+    return new Promise((resolve) => {
+      const socket = connect(Number(port), hostname, () => resolve(socket))
+      this.socket = socket
+      this.buffer = Buffer.alloc(0)
+      socket.on('data', (data: Buffer) => {
+        this.buffer = Buffer.concat([this.buffer, data])
+        this.readAnswer()
+      })
+      const gone = () => {
+        if (this.socket === socket) this.socket = null
+        this.settle(0)
+      }
+      socket.on('close', gone)
+      socket.on('error', gone)
+    })
+  }
+
+  /** Takes one whole answer (headers and a Content-Length body) off the buffer, if it is there. */
+  private readAnswer(): void {
+    const end = this.buffer.indexOf('\r\n\r\n')
+    if (end === -1) return
+    const head = this.buffer.subarray(0, end).toString()
+    const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0)
+    if (this.buffer.byteLength < end + 4 + length) return
+    this.buffer = this.buffer.subarray(end + 4 + length)
+    if (/\r\nconnection: *close/i.test(head)) {
+      this.socket?.destroy()
+      this.socket = null
+    }
+    this.settle(Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0))
+  }
+
+  private settle(status: number): void {
+    const waiting = this.waiting
+    this.waiting = null
+    waiting?.(status)
+  }
+}

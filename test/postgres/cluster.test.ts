@@ -146,13 +146,20 @@ describe('two instances on one database, behind haproxy', () => {
     expect((await call(b, 'GET', '/secure', { headers: basic(PASSWORD) })).status).toBe(200)
     expect((await call(b, 'GET', '/secure', { headers: basic(PASSWORD) })).status).toBe(200)
     const changed = await call(a, 'PATCH', `/users/${user.body.id}`, {
-      json: { password: 'a new and longer passphrase' },
+      json: { password: 'a new and longer passphrase', current_password: PASSWORD },
+      headers: basic(PASSWORD),
     })
     expect(changed.status).toBe(200)
     expect((await call(b, 'GET', '/secure', { headers: basic(PASSWORD) })).status).toBe(401)
-    expect(
-      (await call(b, 'GET', '/secure', { headers: basic('a new and longer passphrase') })).status,
-    ).toBe(200)
+    const fresh = basic('a new and longer passphrase')
+    expect((await call(b, 'GET', '/secure', { headers: fresh })).status).toBe(200)
+    // An email change on A: B's cache forgets the old address at once.
+    const moved = await call(a, 'PATCH', `/users/${user.body.id}`, {
+      json: { email: 'grace.h@example.com', current_password: 'a new and longer passphrase' },
+      headers: fresh,
+    })
+    expect(moved.status).toBe(200)
+    expect((await call(b, 'GET', '/secure', { headers: fresh })).status).toBe(401)
   })
 
   test('the login limiter is shared: 10 failures spread over both lock the address on both', async () => {

@@ -3,6 +3,7 @@ import { startPostgres } from '../../scripts/postgres-server'
 import { startCluster, until } from '../helpers/cluster'
 import { queryOnce } from '../helpers/postgres'
 import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
+import { OnceClient } from '../helpers/wire'
 
 // Faults against the compiled binaries behind haproxy: an instance killed under writes, an
 // instance killed while handling webhook events, the database restarted under load. (The bucket stopping: test/postgres/s3-outage.test.ts.)
@@ -106,7 +107,71 @@ function expectNothingLost(outcomes: Map<string, Outcome>, stored: Map<string, n
   for (const [, count] of stored) expect(count).toBe(1)
 }
 
+/**
+ * DELETEs and If-Match PATCHes through the balancer, each sent once by the client: a 404 to
+ * a DELETE or a 412 to a PATCH can only mean the balancer sent it a second time after an
+ * instance had applied it (and died before answering).
+ */
+async function writeOnceEach(base: string, ids: number[], workers: number) {
+  const queue = [...ids]
+  const answers: { id: number; method: string; status: number }[] = []
+  const one = async () => {
+    // Keep-alive connections, as real clients keep them, but never a replay (see OnceClient).
+    const client = new OnceClient(base)
+    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+      const method = id % 2 === 0 ? 'DELETE' : 'PATCH'
+      const status = await client.send(
+        method,
+        `/users/${id}`,
+        { 'content-type': 'application/json', 'if-match': `"${id}.1"` },
+        method === 'PATCH' ? JSON.stringify({ name: `Patched ${id}` }) : '',
+      )
+      answers.push({ id, method, status })
+    }
+    client.close()
+  }
+  await Promise.all(Array.from({ length: workers }, one))
+  return answers
+}
+
 describe('faults behind the balancer', () => {
+  for (const balancer of ['haproxy', 'nginx'] as const) {
+    test(`README's ${balancer} configuration never sends a write twice: instances SIGKILLed under DELETEs and If-Match PATCHes`, async () => {
+      await using cluster = await startCluster({ balancer, balance: 'roundrobin' })
+      const count = 1200
+      const ids = await Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const reply = await fetch(`${cluster.url}/users`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ name: `U${i}`, email: `u${i}@example.com` }),
+          })
+          expect(reply.status).toBe(201)
+          return ((await reply.json()) as { id: number }).id
+        }),
+      )
+      const writing = writeOnceEach(cluster.url, ids, 16)
+      for (let round = 0; round < 6; round += 1) {
+        await Bun.sleep(150)
+        await cluster.kill(round % 2)
+        await Bun.sleep(100)
+        await cluster.restart(round % 2)
+      }
+      const answers = await writing
+      const sentTwice = answers.filter(
+        (answer) =>
+          (answer.method === 'DELETE' && answer.status === 404) ||
+          (answer.method === 'PATCH' && answer.status === 412),
+      )
+      expect(sentTwice).toEqual([])
+      // What a client sees instead when an instance dies under its request: a 502 or 503, or
+      // (0) the connection closed without an answer; it may retry (see README).
+      const statuses = new Set(answers.map((answer) => answer.status))
+      for (const status of statuses) expect([0, 200, 502, 503]).toContain(status)
+      expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(count / 2)
+    })
+  }
+
   test('SIGKILL one of two instances under concurrent writes, 20 times: every acknowledged write is there, no refused one', async () => {
     await using cluster = await startCluster()
     const load = writeUntilStopped(cluster.url, 8)

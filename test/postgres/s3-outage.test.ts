@@ -70,6 +70,8 @@ describe('the S3 server stopped', () => {
       const health = await t.call('GET', '/health')
       expectEnvelope(health, 503, 'SERVICE_UNAVAILABLE')
       expect(health.body.checks).toMatchObject({ database: 'ok', storage: 'failing' })
+      // A bucket outage does not take the instance out of the balancer.
+      expect((await t.call('GET', '/health/ready')).status).toBe(200)
       expect(await t.deps.uploads.count()).toBe(1)
     } finally {
       await s3.start()
