@@ -145,6 +145,9 @@ export async function receiveMultipart(
   try {
     await done
     await Promise.all(receiving)
+    // A file's store may fail after the parser has read the whole body (a bucket that stops
+    // answering): its error is recorded, not thrown, and must win over "no file part".
+    if (failure !== null) throw failure
   } catch (error) {
     source.destroy()
     await Promise.allSettled(receiving)

@@ -5,6 +5,7 @@ import { testConfig } from '../../src/config'
 import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { expectEnvelope, send, tempDir } from '../helpers/app'
+import { multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { freshDatabase } from '../helpers/postgres'
 
 /** Its own s3rver, which the tests stop and start again: the bucket goes away under roster. */
@@ -51,6 +52,13 @@ describe('the S3 server stopped', () => {
       const upload = await t.call('POST', '/upload?filename=b.txt', rawUpload('refused'))
       expectEnvelope(upload, 503, 'SERVICE_UNAVAILABLE')
       expect(upload.headers.get('retry-after')).toBe('5')
+      // A multipart upload too: the body is read in full before the bucket's refusal arrives,
+      // and the answer is still the bucket's 503, not a form without a file.
+      const form = await t.call('POST', '/upload', {
+        body: multipartBody([{ name: 'file', filename: 'c.bin', data: randomBytes(300_000) }]),
+        headers: { 'content-type': multipartType() },
+      })
+      expectEnvelope(form, 503, 'SERVICE_UNAVAILABLE')
       expectEnvelope(await t.call('GET', fileUrl), 503, 'SERVICE_UNAVAILABLE')
       expectEnvelope(
         await t.call('GET', fileUrl, { headers: { range: 'bytes=0-1' } }),
