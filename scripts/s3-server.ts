@@ -1,5 +1,6 @@
 // An S3 server for tests: s3rver (a pinned dev dependency) in a temp directory on a free
-// loopback port, with one bucket. s3rver does not check request signatures, so the tests prove
+// loopback port, with one bucket, and the two multipart operations it lacks added by
+// scripts/s3rver-multipart.cjs. s3rver does not check request signatures, so the tests prove
 // roster's S3 traffic is well-formed, not that its credentials are right (Bun's client signs).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,30 +25,19 @@ export const MISSING_S3RVER =
   'the S3 test server is missing: run `npm ci` (s3rver is a pinned dev dependency)'
 
 export async function startS3(options: { reapWith?: number } = {}): Promise<S3Server> {
-  const script = join(import.meta.dir, '..', 'node_modules', 's3rver', 'bin', 's3rver.js')
-  if (!(await Bun.file(script).exists())) throw new Error(MISSING_S3RVER)
+  const installed = join(import.meta.dir, '..', 'node_modules', 's3rver', 'package.json')
+  if (!(await Bun.file(installed).exists())) throw new Error(MISSING_S3RVER)
+  // s3rver with ListMultipartUploads and AbortMultipartUpload added (see the script).
+  const script = join(import.meta.dir, 's3rver-multipart.cjs')
   const base = mkdtempSync(join(tmpdir(), 'roster-s3-'))
   const port = await freePort()
   const endpoint = `http://127.0.0.1:${port}`
   let child: ReturnType<typeof Bun.spawn> | null = null
   const start = async () => {
     // Under Node: s3rver's listing answers an internal error under Bun.
-    child = Bun.spawn(
-      [
-        'node',
-        script,
-        '--address',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--directory',
-        base,
-        '--configure-bucket',
-        TEST_BUCKET,
-        '--silent',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    )
+    child = Bun.spawn(['node', script, '127.0.0.1', String(port), base, TEST_BUCKET], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
     if (options.reapWith !== undefined) reap(child.pid, options.reapWith)
     await waitUntilUp(endpoint, child)
   }

@@ -210,15 +210,12 @@ function addGauges(metrics: Metrics, backend: Backend): void {
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    const [, , swept, events] = await Promise.all([
+    const [, , , events] = await Promise.all([
       deps.credentials.purgeExpired(),
       deps.idempotency.purgeExpired(),
-      deps.fileStore.sweepsWhileServing ? deps.sweepUploads() : 0,
+      sweepAbandonedUploads(deps),
       purgeOldEvents(deps),
     ])
-    if (swept > 0) {
-      deps.log.warn(`removed ${swept} upload object(s) an instance left when it stopped mid-upload`)
-    }
     if (events > 0) deps.log.info(`deleted ${events} webhook event(s) past --webhook-retention`)
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
@@ -228,6 +225,19 @@ export async function purgeExpired(deps: Deps): Promise<void> {
         error: (error as Error).message,
       },
     )
+  }
+}
+
+/**
+ * In a bucket: deletes the objects (and aborts the multipart uploads) of uploads an instance left
+ * when it died or could not clean up after (the bucket was down), once idle for minutes. Run by
+ * the housekeeping and, while serving, every minute. Nothing for the disk, swept at start only.
+ */
+export async function sweepAbandonedUploads(deps: Deps): Promise<void> {
+  if (!deps.fileStore.sweepsWhileServing) return
+  const swept = await deps.sweepUploads()
+  if (swept > 0) {
+    deps.log.warn(`removed ${swept} upload object(s) left by a failed or interrupted upload`)
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import { createApp } from './app'
 import type { Config } from './config'
-import { type Deps, makeDeps, purgeExpired } from './deps'
+import { type Deps, makeDeps, purgeExpired, sweepAbandonedUploads } from './deps'
 import { AppError } from './errors/errors'
 import { AccessLog } from './http/access-log'
 import { errorResponse } from './http/error-handler'
@@ -16,6 +16,8 @@ import type { Logger } from './log'
 const MAX_REQUEST_BODY = Number.MAX_SAFE_INTEGER
 /** Expired sessions, tokens and idempotency answers are deleted this often. */
 const PURGE_INTERVAL_MS = 60 * 60 * 1000
+/** A bucket's abandoned uploads are looked for this often (each goes once idle 5 minutes). */
+const UPLOAD_SWEEP_INTERVAL_MS = 60 * 1000
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 10_000
 
@@ -59,11 +61,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   deps.webhooks.worker.start()
   const housekeeping = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS)
   housekeeping.unref()
+  const uploadSweep = setInterval(
+    () => void sweepAbandonedUploads(deps).catch(() => {}),
+    UPLOAD_SWEEP_INTERVAL_MS,
+  )
+  uploadSweep.unref()
 
   let stopping: Promise<void> | null = null
   const stop = () => {
     stopping ??= (async () => {
       clearInterval(housekeeping)
+      clearInterval(uploadSweep)
       const closed = server.stop(false)
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
       while (server.pendingRequests > 0 && Date.now() < deadline) await Bun.sleep(5)

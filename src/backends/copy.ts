@@ -6,6 +6,7 @@ import type { Config } from '../config'
 import { runMigrations } from '../db/migrate'
 import { connectPostgres, openPostgres } from '../db/postgres/client'
 import { runPgMigrations } from '../db/postgres/migrate'
+import { IncompleteUploads } from '../storage/multipart-uploads'
 import { createPgPendingObjects } from '../storage/pg-pending-objects'
 import { S3Store } from '../storage/s3'
 import { bucketClient } from './storage'
@@ -77,7 +78,13 @@ export async function copyRoster(
     const store =
       bucket === null
         ? null
-        : new S3Store(bucket.client, bucket.location, createPgPendingObjects(pool), Date.now)
+        : new S3Store(
+            bucket.client,
+            bucket.location,
+            createPgPendingObjects(pool),
+            Date.now,
+            new IncompleteUploads(bucket.access),
+          )
 
     // One snapshot of the source for rows and file list alike, even with a server running.
     sqlite.run('BEGIN')

@@ -3,6 +3,7 @@ import type { Config } from '../config'
 import { ConfigError } from '../config-values'
 import type { FileStore } from '../storage/file-store'
 import { LocalDiskStore } from '../storage/local-disk'
+import { type BucketAccess, IncompleteUploads } from '../storage/multipart-uploads'
 import { type BucketLocation, S3Store } from '../storage/s3'
 import type { Backend } from './backend'
 
@@ -29,8 +30,14 @@ export async function openFileStore(
       '--storage s3://… needs --database-url postgres://…: the list of objects being written lives in the shared database',
     )
   }
-  const { client, location } = bucketClient(config.storage, env)
-  const store = new S3Store(client, location, backend.pendingObjects, clock)
+  const { client, location, access } = bucketClient(config.storage, env)
+  const store = new S3Store(
+    client,
+    location,
+    backend.pendingObjects,
+    clock,
+    new IncompleteUploads(access),
+  )
   try {
     await store.check()
   } catch (error) {
@@ -48,7 +55,7 @@ export async function openFileStore(
 export function bucketClient(
   storage: NonNullable<Config['storage']>,
   env: Env,
-): { client: S3Client; location: BucketLocation } {
+): { client: S3Client; location: BucketLocation; access: BucketAccess } {
   const read = (name: string) => env[`S3_${name}`] ?? env[`AWS_${name}`]
   const accessKeyId = read('ACCESS_KEY_ID')
   const secretAccessKey = read('SECRET_ACCESS_KEY')
@@ -58,16 +65,17 @@ export function bucketClient(
     )
   }
   const endpoint = read('ENDPOINT') ?? null
-  const client = new Bun.S3Client({
+  const access: BucketAccess = {
     bucket: storage.bucket,
     accessKeyId,
     secretAccessKey,
     sessionToken: read('SESSION_TOKEN'),
     region: read('REGION'),
-    endpoint: endpoint ?? undefined,
-  })
+    endpoint,
+  }
+  const client = new Bun.S3Client({ ...access, endpoint: endpoint ?? undefined })
   const shown = endpoint === null ? null : withoutUserinfo(endpoint)
-  return { client, location: { ...storage, endpoint: shown } }
+  return { client, location: { ...storage, endpoint: shown }, access }
 }
 
 function withoutUserinfo(endpoint: string): string {

@@ -11,9 +11,12 @@ export function createPgPendingObjects(pool: SQL): PendingObjects {
       if (fileIds.length === 0) return
       await pool`DELETE FROM pending_objects WHERE id = ANY(${fileIds}::text[])`
     },
-    async startedBefore(cutoff, limit) {
+    async touch(fileId, at) {
+      await pool`UPDATE pending_objects SET touched_at = ${at} WHERE id = ${fileId}`
+    },
+    async idleSince(cutoff, limit) {
       const rows = await pool<{ id: string }[]>`
-        SELECT id FROM pending_objects WHERE started_at < ${cutoff}
+        SELECT id FROM pending_objects WHERE coalesce(touched_at, started_at) < ${cutoff}
         ORDER BY started_at LIMIT ${limit}`
       return rows.map((row) => row.id)
     },

@@ -10,6 +10,7 @@ import {
   type ReceiveLimits,
   storageUnavailable,
 } from './file-store'
+import type { IncompleteUploads } from './multipart-uploads'
 
 /** Parts of a multipart upload: S3's smallest; at most PART_SIZE × QUEUE_SIZE buffered. */
 const PART_SIZE = 5 * 1024 * 1024
@@ -23,10 +24,14 @@ const QUEUE_SIZE = 1
  */
 const COLLECT_EVERY = 40 * 1024 * 1024
 /**
- * A pending object younger than this may still be streaming in on another instance; the sweep
- * leaves it. Older ones belong to an upload whose instance died.
+ * A pending object touched within this long may still be streaming in on some instance; the
+ * sweep leaves it. An upload in progress touches its row as parts go out (and a client that
+ * sends nothing for 30 s is cut off by the server), so one idle for longer belongs to an upload
+ * whose instance died or whose clean-up failed (the bucket was down).
  */
-export const PENDING_GRACE_MS = 24 * 60 * 60 * 1000
+export const PENDING_IDLE_MS = 5 * 60 * 1000
+/** How often an upload in progress refreshes its pending row, at most. */
+const TOUCH_EVERY_MS = 30_000
 /** /health gives the bucket this long to answer. */
 const CHECK_TIMEOUT_MS = 3000
 const SWEEP_BATCH = 500
@@ -36,9 +41,11 @@ const DELETE_ATTEMPTS = 3
 /** The objects being written, recorded in the shared database (the bucket is never listed). */
 export interface PendingObjects {
   add(fileId: string, startedAt: number): Promise<void>
+  /** The upload of this object is still going: its row is fresh again. */
+  touch(fileId: string, at: number): Promise<void>
   remove(fileIds: readonly string[]): Promise<void>
-  /** Up to `limit` pending ids that started before `cutoff` (epoch ms). */
-  startedBefore(cutoff: number, limit: number): Promise<string[]>
+  /** Up to `limit` pending ids last touched (or started) before `cutoff` (epoch ms). */
+  idleSince(cutoff: number, limit: number): Promise<string[]>
 }
 
 /** Where the objects live: `s3://BUCKET[/PREFIX]` and the endpoint (no credentials). */
@@ -65,6 +72,8 @@ export class S3Store implements FileStore {
     private readonly location: BucketLocation,
     private readonly pending: PendingObjects,
     private readonly clock: () => number,
+    /** Aborts what a failed upload left as a multipart upload in progress. */
+    private readonly incomplete: IncompleteUploads,
   ) {
     const where = `s3://${location.bucket}${location.prefix === '' ? '' : `/${location.prefix}`}`
     this.description = location.endpoint === null ? where : `${where} at ${location.endpoint}`
@@ -94,6 +103,7 @@ export class S3Store implements FileStore {
       .writer({ partSize: PART_SIZE, queueSize: QUEUE_SIZE, retry: 1 })
     const file = metered(source, limits)
     let unflushed = 0
+    let touchedAt = this.clock()
     try {
       for await (const chunk of file.chunks) {
         const written = writer.write(chunk)
@@ -106,6 +116,11 @@ export class S3Store implements FileStore {
           const flushed = writer.flush()
           if (typeof flushed !== 'number') await flushed
           this.collectNowAndThen()
+          if (this.clock() - touchedAt >= TOUCH_EVERY_MS) {
+            touchedAt = this.clock()
+            // Best effort: a database that does not answer fails the upload's commit anyway.
+            await this.pending.touch(fileId, touchedAt).catch(() => {})
+          }
         }
       }
       await writer.end()
@@ -146,10 +161,13 @@ export class S3Store implements FileStore {
     if (gone.length > 0) await this.pending.remove(gone).catch(() => {})
   }
 
+  /** The object and any multipart upload still in progress for it; true once both are gone. */
   private async delete(fileId: string): Promise<boolean> {
+    const key = this.key(fileId)
     for (let attempt = 1; attempt <= DELETE_ATTEMPTS; attempt += 1) {
       try {
-        await this.client.delete(this.key(fileId))
+        await this.client.delete(key)
+        await this.incomplete.abort(key)
         return true
       } catch {
         if (attempt < DELETE_ATTEMPTS) await Bun.sleep(50 * attempt)
@@ -199,18 +217,19 @@ export class S3Store implements FileStore {
   }
 
   /**
-   * Deletes the objects of uploads that died with their instance: pending for longer than
-   * PENDING_GRACE_MS and not registered. A registered one only loses its pending row (its
-   * instance died between the commit and `committed`).
+   * Deletes the objects, and aborts the multipart uploads, of uploads that died with their
+   * instance or whose clean-up failed: pending and idle for longer than PENDING_IDLE_MS, and not
+   * registered. A registered one only loses its pending row (its instance died between the
+   * commit and `committed`).
    */
   async sweep(
     known: (fileIds: readonly string[]) => Promise<ReadonlySet<string>>,
   ): Promise<number> {
-    const cutoff = this.clock() - PENDING_GRACE_MS
+    const cutoff = this.clock() - PENDING_IDLE_MS
     let removed = 0
     // Bounded: a batch whose deletes failed comes back unchanged, and must not spin.
     for (let round = 0; round < SWEEP_ROUNDS; round += 1) {
-      const stale = await this.pending.startedBefore(cutoff, SWEEP_BATCH)
+      const stale = await this.pending.idleSince(cutoff, SWEEP_BATCH)
       const registered = await known(stale)
       await this.pending.remove(stale.filter((id) => registered.has(id)))
       const orphans = stale.filter((id) => !registered.has(id))

@@ -1,4 +1,5 @@
 import { MISSING_S3RVER, type S3Server, startS3, TEST_BUCKET } from '../../scripts/s3-server'
+import { type BucketAccess, IncompleteUploads } from '../../src/storage/multipart-uploads'
 
 interface TestS3 {
   endpoint: string
@@ -43,9 +44,10 @@ export async function freshStorage() {
 }
 
 /** The keys stored under a prefix (what a test checks nothing was left behind with). */
-export async function objectsUnder(prefix: string): Promise<string[]> {
+export async function objectsUnder(prefix: string, endpoint?: string): Promise<string[]> {
   const s3 = await testS3()
-  const client = new Bun.S3Client({ ...clientOptions(s3.env), bucket: s3.bucket })
+  const env = endpoint === undefined ? s3.env : { ...s3.env, S3_ENDPOINT: endpoint }
+  const client = new Bun.S3Client({ ...clientOptions(env), bucket: s3.bucket })
   const listed = await client.list({ prefix: `${prefix}/` })
   return (listed.contents ?? []).map((item) => item.key.slice(prefix.length + 1)).sort()
 }
@@ -57,4 +59,33 @@ export function clientOptions(env: Record<string, string>) {
     secretAccessKey: env.S3_SECRET_ACCESS_KEY,
     region: env.S3_REGION,
   }
+}
+
+/** What signs requests to the test bucket (for the store's multipart clean-up). */
+export function bucketAccess(env: Record<string, string>, bucket: string): BucketAccess {
+  return {
+    bucket,
+    accessKeyId: env.S3_ACCESS_KEY_ID ?? '',
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY ?? '',
+    region: env.S3_REGION,
+    endpoint: env.S3_ENDPOINT ?? null,
+  }
+}
+
+export const incompleteUploadsOf = (env: Record<string, string>, bucket: string) =>
+  new IncompleteUploads(bucketAccess(env, bucket))
+
+/**
+ * The keys under a prefix with a multipart upload in progress (parts stored, never completed
+ * or aborted): what a failed upload must not leave behind.
+ */
+export async function incompleteUploadsUnder(prefix: string, endpoint?: string): Promise<string[]> {
+  const s3 = await testS3()
+  const base = endpoint ?? s3.endpoint
+  const reply = await fetch(
+    `${base}/${s3.bucket}?uploads=&prefix=${encodeURIComponent(`${prefix}/`)}`,
+  )
+  const xml = await reply.text()
+  if (!reply.ok) throw new Error(`listing multipart uploads: ${reply.status} ${xml}`)
+  return [...xml.matchAll(/<Key>([^<]*)<\/Key>/g)].map((match) => match[1] as string).sort()
 }

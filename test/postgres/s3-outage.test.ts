@@ -2,11 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type S3Server, startS3 } from '../../scripts/s3-server'
 import { createApp } from '../../src/app'
 import { testConfig } from '../../src/config'
-import { makeDeps } from '../../src/deps'
+import { makeDeps, sweepAbandonedUploads } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
-import { expectEnvelope, send, tempDir } from '../helpers/app'
+import { PENDING_IDLE_MS } from '../../src/storage/s3'
+import { dbQuery, expectEnvelope, readReply, send, tempDir } from '../helpers/app'
+import { until } from '../helpers/cluster'
 import { multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { freshDatabase } from '../helpers/postgres'
+import { incompleteUploadsUnder, objectsUnder } from '../helpers/s3'
 
 /** Its own s3rver, which the tests stop and start again: the bucket goes away under roster. */
 let s3: S3Server
@@ -15,18 +18,25 @@ beforeAll(async () => {
 })
 afterAll(() => s3.remove())
 
-async function appOnOwnBucket() {
+async function appOnOwnBucket(prefix = 'outage') {
   const dir = tempDir()
   const database = await freshDatabase()
   const config = testConfig({
     dataDir: dir.path,
     databaseUrl: database.url,
-    storage: { bucket: s3.bucket, prefix: 'outage' },
+    storage: { bucket: s3.bucket, prefix },
   })
-  const deps = await makeDeps(config, memoryLogger(), undefined, { env: s3.env })
+  // A clock the test can move forward, for the sweep of abandoned uploads.
+  let skew = 0
+  const now = () => new Date(Date.now() + skew)
+  const deps = await makeDeps(config, memoryLogger(), now, { env: s3.env })
   const app = createApp(deps)
   return {
     deps,
+    app,
+    later: (ms: number) => {
+      skew += ms
+    },
     call: (method: string, path: string, init = {}) => send(app, method, path, init),
     async [Symbol.asyncDispose]() {
       await deps.close()
@@ -88,5 +98,51 @@ describe('the S3 server stopped', () => {
     expect(download.status).toBe(200)
     expect(download.text).toBe('kept')
     expect((await t.call('POST', '/upload?filename=c.txt', rawUpload('again'))).status).toBe(201)
+  })
+})
+
+describe('an upload cut off by the outage', () => {
+  test('answers 503; once the bucket is back, its parts are aborted and its pending row swept within minutes', async () => {
+    await using t = await appOnOwnBucket('cutoff')
+    const part = new Uint8Array(6 * 1024 * 1024).fill(0x61)
+    let sendRest = () => {}
+    const rest = new Promise<void>((resolve) => {
+      sendRest = resolve
+    })
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(part)
+        await rest
+        for (let i = 0; i < 2; i += 1) controller.enqueue(part)
+        controller.close()
+      },
+    })
+    const answer = t.app.handle(
+      new Request('http://localhost/upload?filename=big.bin', {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body,
+        duplex: 'half',
+      } as RequestInit),
+    )
+    // The first part is in the bucket as a multipart upload in progress; then the bucket goes.
+    await until(async () => (await incompleteUploadsUnder('cutoff', s3.endpoint)).length === 1)
+    s3.stop()
+    sendRest()
+    const reply = await readReply(await answer)
+    expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
+    await s3.start()
+    // Nothing could be cleaned while the bucket was away: the row says so.
+    const pending = () => dbQuery<{ id: string }>(t.deps, 'SELECT id FROM pending_objects')
+    expect(await pending()).toHaveLength(1)
+    expect(await incompleteUploadsUnder('cutoff', s3.endpoint)).toHaveLength(1)
+    // A minute's sweep leaves it while it is young; once idle past five minutes, it goes.
+    await sweepAbandonedUploads(t.deps)
+    expect(await pending()).toHaveLength(1)
+    t.later(PENDING_IDLE_MS + 60_000)
+    await sweepAbandonedUploads(t.deps)
+    expect(await pending()).toEqual([])
+    expect(await incompleteUploadsUnder('cutoff', s3.endpoint)).toEqual([])
+    expect(await objectsUnder('cutoff', s3.endpoint)).toEqual([])
   })
 })

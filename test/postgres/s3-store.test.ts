@@ -2,10 +2,16 @@ import { describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
 import { runPgMigrations } from '../../src/db/postgres/migrate'
 import { createPgPendingObjects } from '../../src/storage/pg-pending-objects'
-import { PENDING_GRACE_MS, S3Store } from '../../src/storage/s3'
+import { PENDING_IDLE_MS, S3Store } from '../../src/storage/s3'
 import { randomBytes } from '../helpers/multipart'
 import { freshDatabase } from '../helpers/postgres'
-import { clientOptions, freshStorage, objectsUnder } from '../helpers/s3'
+import {
+  clientOptions,
+  freshStorage,
+  incompleteUploadsOf,
+  incompleteUploadsUnder,
+  objectsUnder,
+} from '../helpers/s3'
 import { chunks, fileStoreContract, roomy } from '../storage/contract'
 
 /** An S3 store on the test bucket (its own prefix) with its pending list in a fresh database. */
@@ -21,13 +27,14 @@ async function s3Store() {
     { ...storage, endpoint: env.S3_ENDPOINT ?? null },
     createPgPendingObjects(pool),
     () => Date.now() + skew,
+    incompleteUploadsOf(env, storage.bucket),
   )
   return {
     store,
     prefix: storage.prefix,
     pool,
     beforeSweep: () => {
-      skew = PENDING_GRACE_MS + 60_000
+      skew = PENDING_IDLE_MS + 60_000
     },
     async [Symbol.asyncDispose]() {
       await pool.close()
@@ -116,6 +123,18 @@ describe('S3 store', () => {
     expect(await pendingIds(made.pool)).toEqual([])
   })
 
+  test('an upload over its limit mid-way leaves no object, no pending row, no multipart upload in progress', async () => {
+    await using made = await s3Store()
+    const tooBig = made.store.receive(chunks(randomBytes(12 * 1024 * 1024), 1024 * 1024), {
+      maxFileSize: 8 * 1024 * 1024,
+      budget: { remaining: 1e9 },
+    })
+    await expect(tooBig).rejects.toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE' })
+    expect(await objectsUnder(made.prefix)).toEqual([])
+    expect(await pendingIds(made.pool)).toEqual([])
+    expect(await incompleteUploadsUnder(made.prefix)).toEqual([])
+  })
+
   test('check() passes on the bucket and fails on a missing one', async () => {
     await using made = await s3Store()
     await made.store.check()
@@ -125,6 +144,7 @@ describe('S3 store', () => {
       { bucket: 'no-such-bucket', prefix: '', endpoint: null },
       createPgPendingObjects(made.pool),
       Date.now,
+      incompleteUploadsOf(env, 'no-such-bucket'),
     )
     expect(missing.check()).rejects.toThrow()
     await missing.check().catch(() => {})

@@ -193,13 +193,15 @@ export const loginFailures = pgTable(
 
 /**
  * Shared database only: objects being written to the bucket. A row is inserted before the
- * upload starts and deleted with the upload's commit (or after its object is deleted), so an
- * instance that dies mid-upload leaves a row, not an object nothing tracks; the sweep deletes
- * both. The bucket is never listed on the request path.
+ * upload starts and deleted with the upload's commit (or after its object is deleted and its
+ * multipart upload aborted), so an instance that dies mid-upload leaves a row, not an object
+ * nothing tracks; the sweep deletes both. The bucket is never listed on the request path.
  */
 export const pendingObjects = pgTable('pending_objects', {
   id: text('id').primaryKey(),
   startedAt: epochMs('started_at').notNull(),
+  /** Refreshed while the upload streams in: a row idle for minutes is an abandoned upload's. */
+  touchedAt: epochMs('touched_at'),
 })
 
 /** Tables and columns that only the shared database has, and why (see the schema test). */
