@@ -39,6 +39,10 @@ export interface CopyReport {
   tables: Record<string, number>
   files: number
   bytes: number
+  /** The target already held this copy (an earlier run got past its rows): only verified. */
+  alreadyCopied: boolean
+  /** Objects an interrupted earlier run left, deleted before copying again. */
+  leftoversRemoved: number
 }
 
 interface FileRow {
@@ -51,7 +55,10 @@ interface FileRow {
  * Copies the SQLite roster in `dataDir` (one read snapshot) into an empty PostgreSQL database
  * and, with `storage`, its uploaded files into an empty bucket prefix; then checks every
  * table's row count and every file's SHA-256 in the target. The rows go in one transaction:
- * a copy that fails leaves the database empty, and the objects it wrote are deleted.
+ * a copy that fails leaves the database empty, and the objects it wrote are deleted. Run again
+ * after a copy that was killed, it finishes the job: it deletes what the killed run left (its
+ * objects are listed as pending) and copies again, or, when the earlier run got past its rows,
+ * only verifies.
  */
 export async function copyRoster(
   source: { dataDir: string },
@@ -72,9 +79,7 @@ export async function copyRoster(
     runMigrations(sqlite)
     await connectPostgres(db, target.databaseUrl)
     await runPgMigrations(pool)
-    await refuseNonEmptyDatabase(pool)
     const bucket = target.storage === null ? null : bucketClient(target.storage, target.env)
-    if (bucket !== null) await refuseNonEmptyPrefix(bucket.client, bucket.location.prefix)
     const store =
       bucket === null
         ? null
@@ -88,49 +93,144 @@ export async function copyRoster(
 
     // One snapshot of the source for rows and file list alike, even with a server running.
     sqlite.run('BEGIN')
-    const counts = Object.fromEntries(
-      COPIED_TABLES.map((table) => [table, countRows(sqlite, table)]),
-    ) as Record<string, number>
-    const files = sqlite
-      .query<FileRow, []>('SELECT id, size, sha256 FROM files ORDER BY rowid')
-      .all()
-    const uploadDir = join(source.dataDir, 'uploads')
-    const placed: string[] = []
     try {
-      const fileProgress = progress.files(files.reduce((sum, file) => sum + file.size, 0))
-      for (const file of files) {
-        await copyFile(uploadDir, file, store, placed)
-        fileProgress.advance(file.size)
+      const counts = Object.fromEntries(
+        COPIED_TABLES.map((table) => [table, countRows(sqlite, table)]),
+      ) as Record<string, number>
+      const files = sqlite
+        .query<FileRow, []>('SELECT id, size, sha256 FROM files ORDER BY rowid')
+        .all()
+      const report = {
+        tables: counts,
+        files: files.length,
+        bytes: files.reduce((sum, file) => sum + file.size, 0),
       }
-      fileProgress.finish()
-      const rowProgress = progress.rows(Object.values(counts).reduce((a, b) => a + b, 0))
-      await pool.begin(async (tx) => {
-        for (const table of COPIED_TABLES) await copyTable(sqlite, tx, table, rowProgress)
-      })
-      rowProgress.finish()
-    } catch (error) {
-      await store?.discard(placed)
-      throw error
+      const settings = sqlite
+        .query<Setting, []>('SELECT key, value FROM settings ORDER BY key')
+        .all()
+      const state = await targetState(pool, counts, settings)
+      if (state.kind === 'copied') {
+        await verify(pool, counts, files, store)
+        return { ...report, alreadyCopied: true, leftoversRemoved: 0 }
+      }
+      // An interrupted earlier run's objects: tracked as pending, deleted before anything else.
+      if (state.leftovers.length > 0) await removeLeftovers(pool, store, state.leftovers)
+      if (bucket !== null) await refuseNonEmptyPrefix(bucket.client, bucket.location.prefix)
+      await copyAll(sqlite, pool, source.dataDir, { counts, files, store, progress })
+      await verify(pool, counts, files, store)
+      return { ...report, alreadyCopied: false, leftoversRemoved: state.leftovers.length }
     } finally {
       sqlite.run('COMMIT')
     }
-    await store?.committed(placed)
-    await verify(pool, counts, files, store)
-    return { tables: counts, files: files.length, bytes: files.reduce((s, f) => s + f.size, 0) }
   } finally {
     sqlite.close()
     await pool.close()
   }
 }
 
-async function refuseNonEmptyDatabase(pool: SQL): Promise<void> {
+/**
+ * The files, then every row in one transaction that also drops the files' pending rows: once it
+ * commits the copy is whole; until then the target's tables stay empty and every object written
+ * is listed as pending (a failed run deletes them at once, a killed one leaves them listed for
+ * the next run to delete).
+ */
+async function copyAll(
+  sqlite: Database,
+  pool: SQL,
+  dataDir: string,
+  what: {
+    counts: Record<string, number>
+    files: FileRow[]
+    store: S3Store | null
+    progress: CopyProgress
+  },
+): Promise<void> {
+  const { counts, files, store, progress } = what
+  const uploadDir = join(dataDir, 'uploads')
+  const placed: string[] = []
+  try {
+    const fileProgress = progress.files(files.reduce((sum, file) => sum + file.size, 0))
+    for (const file of files) {
+      await copyFile(uploadDir, file, store, placed)
+      fileProgress.advance(file.size)
+    }
+    fileProgress.finish()
+    const rowProgress = progress.rows(Object.values(counts).reduce((a, b) => a + b, 0))
+    await pool.begin(async (tx) => {
+      for (const table of COPIED_TABLES) await copyTable(sqlite, tx, table, rowProgress)
+      if (placed.length > 0) await tx`DELETE FROM pending_objects WHERE id = ANY(${placed}::text[])`
+    })
+    rowProgress.finish()
+  } catch (error) {
+    await store?.discard(placed)
+    throw error
+  }
+}
+
+type TargetState = { kind: 'copied' } | { kind: 'empty'; leftovers: string[] }
+
+/**
+ * What the target holds: nothing (perhaps the objects of an interrupted copy, listed as pending
+ * and nothing else), this very copy (every table has the source's row count: an earlier run got
+ * past its rows), or something else, which is refused.
+ */
+async function targetState(
+  pool: SQL,
+  counts: Record<string, number>,
+  settings: readonly Setting[],
+): Promise<TargetState> {
+  const occupied: string[] = []
   for (const table of [...COPIED_TABLES, ...SHARED_ONLY_TABLES]) {
     const [row] = await pool.unsafe(`SELECT EXISTS (SELECT 1 FROM ${table}) AS taken`)
-    if ((row as { taken: boolean }).taken) {
-      throw new CopyError(
-        `the target database is not empty (table ${table} has rows); roster copy only fills an empty database`,
-      )
-    }
+    if ((row as { taken: boolean }).taken) occupied.push(table)
+  }
+  const pending = await pool<{ id: string }[]>`SELECT id FROM pending_objects ORDER BY id`
+  const rowsTaken = occupied.filter((table) => table !== 'pending_objects')
+  if (rowsTaken.length === 0) return { kind: 'empty', leftovers: pending.map((row) => row.id) }
+  if (pending.length === 0 && (await isThisCopy(pool, counts, settings))) return { kind: 'copied' }
+  throw new CopyError(
+    `the target database is not empty (table ${rowsTaken[0]} has rows) and is not this copy; roster copy only fills an empty database (to start over: drop and create the database, empty the bucket prefix, run roster copy again)`,
+  )
+}
+
+interface Setting {
+  key: string
+  value: string
+}
+
+/**
+ * Whether the target is a copy of this source: the same install-wide settings (among them a
+ * random secret made when the source was created, so no other roster has them), and every
+ * table's row count.
+ */
+async function isThisCopy(
+  pool: SQL,
+  counts: Record<string, number>,
+  settings: readonly Setting[],
+): Promise<boolean> {
+  const theirs = await pool<Setting[]>`SELECT key, value FROM settings ORDER BY key`
+  if (
+    JSON.stringify(theirs.map(({ key, value }) => ({ key, value }))) !== JSON.stringify(settings)
+  ) {
+    return false
+  }
+  for (const [table, expected] of Object.entries(counts)) {
+    const [row] = await pool.unsafe(`SELECT count(*)::int AS n FROM ${table}`)
+    if ((row as { n: number }).n !== expected) return false
+  }
+  const [failures] = await pool.unsafe('SELECT count(*)::int AS n FROM login_failures')
+  return (failures as { n: number }).n === 0
+}
+
+/** Deletes an interrupted run's objects (and multipart uploads) and their pending rows. */
+async function removeLeftovers(pool: SQL, store: S3Store | null, ids: string[]): Promise<void> {
+  if (store !== null) await store.discard(ids)
+  else await pool`DELETE FROM pending_objects WHERE id = ANY(${ids}::text[])`
+  const [left] = await pool<{ n: number }[]>`SELECT count(*)::int AS n FROM pending_objects`
+  if ((left?.n ?? 0) > 0) {
+    throw new CopyError(
+      'could not delete what an interrupted copy left in the bucket; check the bucket and run roster copy again',
+    )
   }
 }
 

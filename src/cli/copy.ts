@@ -23,7 +23,8 @@ Copies the SQLite roster in the data directory (every table, and with --storage 
 file) into an empty PostgreSQL database and an empty bucket prefix, then checks every table's
 row count and every file's SHA-256 in the target. Refuses a target that is not empty. The rows
 go in one transaction: a copy that fails leaves the database empty and deletes the objects it
-wrote. It reads one snapshot of the source, so a server may keep running, but writes made
+wrote. A copy that was killed is finished by running the same command again: it deletes what
+the killed run left in the bucket and copies again, or only verifies if the rows got through. It reads one snapshot of the source, so a server may keep running, but writes made
 after the copy started stay behind: stop the server first to move house.
 
 Without --storage the files stay in DATA_DIR/uploads (checked, not copied): serve PostgreSQL
@@ -60,8 +61,14 @@ export async function run(
   const tables = Object.entries(report.tables)
     .map(([table, rows]) => `${table} ${rows}`)
     .join(', ')
+  if (report.leftoversRemoved > 0) {
+    console.error(`removed ${report.leftoversRemoved} object(s) an interrupted copy left`)
+  }
+  const what = report.alreadyCopied
+    ? 'the target already holds this copy; verified'
+    : 'copied and verified'
   console.log(
-    `copied and verified: ${tables}; ${report.files} file(s), ${formatBytes(report.bytes)}${target.storage === null ? ' (left in the data directory, checked)' : ''}`,
+    `${what}: ${tables}; ${report.files} file(s), ${formatBytes(report.bytes)}${target.storage === null ? ' (left in the data directory, checked)' : ''}`,
   )
   return 0
 }

@@ -1,13 +1,23 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { tempDir } from '../helpers/app'
-import { cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
-import { freshDatabase } from '../helpers/postgres'
-import { freshStorage, objectsUnder } from '../helpers/s3'
+import { BINARY, cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
+import { until } from '../helpers/cluster'
+import { freshDatabase, queryOnce } from '../helpers/postgres'
+import { freshStorage, incompleteUploadsUnder, objectsUnder } from '../helpers/s3'
 import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
 setDefaultTimeout(60_000)
 
 const PASSWORD = 'correct horse battery staple'
+/** Objects the copy has written and not yet registered (0 before it made its tables). */
+async function pendingRows(url: string): Promise<number> {
+  const rows = await queryOnce<{ n: number }>(
+    url,
+    'SELECT count(*)::int AS n FROM pending_objects',
+  ).catch(() => [])
+  return rows[0]?.n ?? 0
+}
+
 const json = (body: unknown) => ({
   method: 'POST',
   headers: { 'content-type': 'application/json' },
@@ -81,9 +91,10 @@ describe('roster copy (the compiled binary)', () => {
     expect(copied.stderr).toContain('copying files: 1 files (100%)')
     expect(await objectsUnder(storage.prefix)).toEqual([fileId])
 
+    // Run again on the finished copy: nothing to do but check it.
     const again = await runBinary(copy, { env })
-    expect(again.code).toBe(1)
-    expect(again.stderr.trim().split('\n').at(-1)).toContain('not empty')
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('the target already holds this copy; verified: settings')
 
     // The copy serves the same answers: sessions, keys, passwords, files, events, new ids.
     const flags = ['--database-url', database.url, '--storage', target, ...data]
@@ -113,6 +124,69 @@ describe('roster copy (the compiled binary)', () => {
     } finally {
       await moved.stop()
     }
+  })
+
+  test('a copy killed midway is finished by running it again: the objects it left are deleted, the rest copied', async () => {
+    requireBinary()
+    using dir = tempDir()
+    await using database = await freshDatabase()
+    const { storage, env: s3env } = await freshStorage()
+    const env = cleanEnv({ ...s3env })
+    const data = ['--data-dir', dir.path]
+    const sqlite = await startBinary(data, { env })
+    const ids: string[] = []
+    try {
+      for (let i = 0; i < 24; i += 1) {
+        const upload = await fetch(`${sqlite.url}/upload?filename=f${i}.bin`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: crypto.getRandomValues(new Uint8Array(60_000)).map((b, j) => b ^ i ^ j),
+        })
+        ids.push(((await upload.json()) as { files: { id: string }[] }).files[0]?.id as string)
+      }
+    } finally {
+      await sqlite.stop()
+    }
+    const target = `s3://${storage.bucket}/${storage.prefix}`
+    const copy = ['copy', ...data, '--to', database.url, '--storage', target]
+    // Killed while it copies the files: some objects are in the bucket, listed as pending.
+    const first = Bun.spawn([BINARY, ...copy], { env, stdout: 'ignore', stderr: 'ignore' })
+    await until(async () => (await pendingRows(database.url)) >= 3, 20_000)
+    first.kill('SIGKILL')
+    await first.exited
+    const left = await pendingRows(database.url)
+    expect(left).toBeGreaterThanOrEqual(3)
+    expect((await objectsUnder(storage.prefix)).length).toBeGreaterThanOrEqual(left - 1)
+    const again = await runBinary(copy, { env })
+    expect(again.stderr).toMatch(/removed \d+ object\(s\) an interrupted copy left/)
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('copied and verified')
+    expect(await objectsUnder(storage.prefix)).toEqual([...ids].sort())
+    expect(await pendingRows(database.url)).toBe(0)
+    expect(await incompleteUploadsUnder(storage.prefix)).toEqual([])
+  })
+
+  test('a target that holds something else is refused, with how to start over', async () => {
+    requireBinary()
+    using dir = tempDir()
+    await using database = await freshDatabase()
+    const data = ['--data-dir', dir.path]
+    await runBinary(['users', 'create', '--name', 'A', '--email', 'a@example.com', ...data])
+    await runBinary([
+      'users',
+      'create',
+      '--name',
+      'B',
+      '--email',
+      'b@example.com',
+      '--database-url',
+      database.url,
+      ...data,
+    ])
+    const refused = await runBinary(['copy', ...data, '--to', database.url])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('is not empty')
+    expect(refused.stderr).toContain('to start over')
   })
 
   test('refusals: no --to, a target that is not postgres://, a data dir without a roster', async () => {
