@@ -39,6 +39,8 @@ export interface Deps {
   readonly startedAt: number
   /** What the startup line says about the database and the storage (never a password). */
   readonly describe: { database: string; storage: string }
+  /** The migrations opening the database applied (none when it was up to date). */
+  readonly migrated: readonly string[]
   /** The embedded database's file, connections and group commit; null on PostgreSQL. */
   readonly sqlite: SqliteParts | null
   /** The shared PostgreSQL database's pool; null on SQLite. */
@@ -138,6 +140,7 @@ export async function makeDeps(
     clock,
     startedAt: clock(),
     describe: { database: backend.description, storage: fileStore.description },
+    migrated: backend.migrated,
     sqlite: backend.sqlite,
     postgres: backend.postgres,
     checkDatabase: backend.checkDatabase,

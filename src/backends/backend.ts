@@ -34,6 +34,8 @@ export interface SqliteParts {
 export interface Backend {
   /** What the startup line says about the database (never a password). */
   readonly description: string
+  /** The migrations this open applied (none when the database was up to date). */
+  readonly migrated: readonly string[]
   /** Whether other instances may share this database (their workers share its inbox). */
   readonly shared: boolean
   readonly users: UserStore

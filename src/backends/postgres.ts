@@ -36,7 +36,7 @@ export async function openPostgresBackend(
   let inUse = 0
   try {
     const version = await connectPostgres(db, config.databaseUrl)
-    await runPgMigrations(pool)
+    const { applied: migrated } = await runPgMigrations(pool)
     const users = createPgUserStore(pool, now)
     const idempotency = await createPgIdempotencyStore(pool, clock)
     const inbox = createPgWebhookInbox(pool, now)
@@ -57,6 +57,7 @@ export async function openPostgresBackend(
     const uploadRecords = createPgUploadRecords(pool, now)
     return {
       description: `PostgreSQL ${version} at ${redactUrl(config.databaseUrl)}`,
+      migrated,
       shared: true,
       users,
       idempotency,

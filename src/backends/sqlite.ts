@@ -38,8 +38,9 @@ export function openSqliteBackend(
   const { now, clock, log } = options
   const dbPath = join(config.dataDir, 'roster.db')
   const db = openDatabase(dbPath, { sync: config.sync })
+  let migrated: readonly string[]
   try {
-    runMigrations(db.$client)
+    migrated = runMigrations(db.$client).applied
   } catch (error) {
     db.$client.close()
     if (error instanceof DatabaseOpenError) throw error
@@ -73,6 +74,7 @@ export function openSqliteBackend(
   const transaction: Transaction<UnitStores> = (work) => writes.runUnit(() => work(unitStores))
   return {
     description: `SQLite ${dbPath}`,
+    migrated,
     shared: false,
     users,
     idempotency,

@@ -17,9 +17,9 @@ export interface FlagSpec {
 export type Flags = Record<string, string | boolean | undefined>
 
 /** The server options as flag specs, for commands that take some of them. */
-/** The flags of every command that opens the database: where its data is. */
+/** The flags of every command that opens the database: where its data and its files are. */
 export const databaseFlags = (): FlagSpec[] =>
-  serveFlags('data-dir', 'database-url', 'prepared-statements')
+  serveFlags('data-dir', 'database-url', 'prepared-statements', 'storage')
 
 export const serveFlags = (...names: string[]): FlagSpec[] =>
   SERVE_OPTIONS.filter((spec) => names.length === 0 || names.includes(spec.flag))

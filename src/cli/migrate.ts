@@ -25,6 +25,8 @@ export async function run(
   const config = loadConfig(configFlags(flags), env)
   const deps = await makeDeps(config, createLogger())
   await deps.close()
-  console.log(`database ${deps.describe.database} is up to date`)
+  const { database } = deps.describe
+  if (deps.migrated.length === 0) console.log(`database ${database} was already up to date`)
+  else console.log(`applied ${deps.migrated.join(', ')} to database ${database}`)
   return 0
 }

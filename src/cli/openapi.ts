@@ -5,15 +5,21 @@ import { createApp } from '../app'
 import { testConfig } from '../config'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
-import { parseFlags } from './args'
+import { databaseFlags, parseFlags, renderFlags } from './args'
 
-export const OPENAPI_HELP = () => `Usage: roster openapi
+const FLAGS = databaseFlags()
 
-Prints the OpenAPI 3 document (the one served at /swagger/json) on stdout.`
+export const OPENAPI_HELP = () => `Usage: roster openapi [flags]
+
+Prints the OpenAPI 3 document (the one served at /swagger/json) on stdout. The document is
+the same whatever database or storage roster runs on; the flags every command takes are
+accepted here too, so one set of flags works everywhere.
+
+${renderFlags(FLAGS)}`
 
 /** `roster openapi`: builds the app over a throw-away data dir and prints its document. */
 export async function run(args: string[]): Promise<number> {
-  const { flags } = parseFlags('openapi', args, [])
+  const { flags } = parseFlags('openapi', args, FLAGS)
   if (flags.help) {
     console.log(OPENAPI_HELP())
     return 0

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/app'
-import { requireBinary, runBinary, startBinary } from '../helpers/binary'
+import { requireBinary, runBinary, startBinary, waitForStderr } from '../helpers/binary'
 
 const NO_STACK = /^\s+at |\.ts:\d+|node_modules|\$bunfs/m
 
@@ -120,18 +120,54 @@ describe('roster (the compiled binary)', () => {
     }
   })
 
+  test('every command takes --database-url and --storage (section 9)', async () => {
+    for (const command of [
+      ['keys', 'create'],
+      ['keys', 'list'],
+      ['users', 'create'],
+      ['users', 'export'],
+      ['users', 'import'],
+      ['migrate'],
+      ['backup'],
+      ['openapi'],
+    ]) {
+      const help = await runBinary([...command, '--help'])
+      expect({ command, code: help.code }).toEqual({ command, code: 0 })
+      expect(help.stdout).toContain('--database-url')
+      expect(help.stdout).toContain('--storage')
+    }
+    // Parsed, not refused as unknown: the bucket is checked (here, no credentials).
+    using dir = tempDir()
+    const key = await runBinary([
+      'keys',
+      'create',
+      '--name',
+      'k',
+      '--data-dir',
+      dir.path,
+      '--storage',
+      's3://bucket/prefix',
+    ])
+    expect(key.stderr).not.toContain('unknown flag')
+    expect(key.stderr).toContain('needs --database-url')
+  })
+
   test('migrate creates the database in an empty dir, then finds nothing to do', async () => {
     using dir = tempDir()
     const data = join(dir.path, 'data')
     const first = await runBinary(['migrate', '--data-dir', data])
     expect(first.code).toBe(0)
-    expect(first.stdout).toContain('up to date')
+    // It says what it did: every migration applied, not "up to date".
+    expect(first.stdout).toStartWith('applied 0000_init, 0001_credentials,')
+    expect(first.stdout).not.toContain('up to date')
     const db = new Database(join(data, 'roster.db'), { readonly: true })
     expect(db.query("SELECT name FROM sqlite_master WHERE name = 'users'").get()).toEqual({
       name: 'users',
     })
     db.close()
-    expect((await runBinary(['migrate', '--data-dir', data])).code).toBe(0)
+    const second = await runBinary(['migrate', '--data-dir', data])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain('was already up to date')
   })
 
   test('serves from ./data by default, keeps data across a restart, exits 0 on SIGTERM', async () => {
@@ -175,11 +211,15 @@ describe('roster (the compiled binary)', () => {
 
   test('warns when bound to a non-loopback address with /users open', async () => {
     using dir = tempDir()
-    const server = await startBinary(['--data-dir', dir.path, '--host', '0.0.0.0'])
-    await Bun.sleep(50)
-    expect(
-      server.stderr.some((line) => line.includes('"warn"') && line.includes('/users open')),
-    ).toBe(true)
+    const server = await startBinary([
+      '--data-dir',
+      dir.path,
+      '--host',
+      '0.0.0.0',
+      '--users-access',
+      'open',
+    ])
+    await waitForStderr(server, '/users open (asked for by name)')
     await server.stop()
   })
 
@@ -187,17 +227,20 @@ describe('roster (the compiled binary)', () => {
     using dir = tempDir()
     const hostWarning = (lines: string[]) =>
       lines.filter((line) => line.includes('"warn"') && line.includes('without --public-url'))
+    const key = (
+      await runBinary(['keys', 'create', '--name', 'k', '--data-dir', dir.path])
+    ).stdout.trim()
     const open = await startBinary(['--data-dir', dir.path, '--host', '0.0.0.0'])
-    await Bun.sleep(50)
+    await waitForStderr(open, 'without --public-url')
     expect(hostWarning(open.stderr)).toHaveLength(1)
     // The default is kept: without --public-url, links follow the Host header sent.
     await fetch(`${open.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
       body: JSON.stringify({ name: 'A', email: 'a@example.com' }),
     })
     const link = await fetch(`${open.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
-      headers: { host: 'evil.test' },
+      headers: { host: 'evil.test', 'x-api-key': key },
     })
     expect(link.headers.get('link')).toContain('<http://evil.test/users?')
     await open.stop()
@@ -212,7 +255,7 @@ describe('roster (the compiled binary)', () => {
     await Bun.sleep(50)
     expect(hostWarning(pinned.stderr)).toEqual([])
     const pinnedLink = await fetch(`${pinned.url.replace('0.0.0.0', '127.0.0.1')}/users`, {
-      headers: { host: 'evil.test' },
+      headers: { host: 'evil.test', 'x-api-key': key },
     })
     expect(pinnedLink.headers.get('link')).toContain('<https://roster.example.com/users?')
     expect(pinnedLink.headers.get('link')).not.toContain('evil.test')

@@ -94,9 +94,9 @@ describe('clients that go away mid-upload (the compiled binary)', () => {
     const logFile = join(dir.path, 'access.log')
     const server = await startBinary(['--data-dir', join(dir.path, 'data'), '--log-file', logFile])
     const heads = [
-      'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
-      `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${multipartType()}\r\nContent-Length: 5000000\r\n\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`,
-      'POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"name":',
+      'POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/octet-stream\r\nContent-Length: 5000000\r\n\r\n',
+      `POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${multipartType()}\r\nContent-Length: 5000000\r\n\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`,
+      'POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"name":',
     ]
     try {
       await Promise.all(

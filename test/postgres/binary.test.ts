@@ -50,7 +50,7 @@ describe('roster (the compiled binary) on PostgreSQL', () => {
     }
     const migrated = await runBinary(['migrate', ...flags])
     expect(migrated.code).toBe(0)
-    expect(migrated.stdout).toContain('is up to date')
+    expect(migrated.stdout).toContain('was already up to date')
     expect(migrated.stdout + migrated.stderr).not.toContain('hunter2-secret')
     const again = await startBinary(flags)
     const user = await fetch(`${again.url}/users/1`)
