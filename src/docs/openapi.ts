@@ -77,21 +77,26 @@ export function openApiDocument(app: AnyElysia, version: string): Json {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
-const UNLIMITED_PATHS = new Set(['/health', '/v2/health', '/metrics'])
+const UNLIMITED_PATHS = new Set(
+  ['/health', '/health/live', '/health/ready']
+    .flatMap((path) => [path, `/v2${path}`])
+    .concat('/metrics'),
+)
 const UNSAFE = new Set(['post', 'put', 'patch', 'delete'])
 const errorEnvelope = JSON.parse(JSON.stringify(ErrorEnvelope)) as Json
 
 /**
  * The error answers an operation can give through roster's shared machinery, whatever the
- * route documents itself: a fault (500) or a failing database or disk (503) anywhere; the rate
- * limit (429) everywhere but /health and /metrics; a malformed query or credential (400) on
+ * route documents itself: a fault (500) or a failing database or disk (503) anywhere; a Host
+ * that is not roster's while /users is open (421) anywhere; the rate limit (429) everywhere but
+ * /health and /metrics; a malformed query or credential (400) on
  * every API route; the CSRF guard (403) on unsafe methods; a missing or bad credential (401)
  * where one is taken; a malformed or unknown id (404) where the path has one; a body that is
  * too large, of another type or invalid (413, 415, 422) where one is read; a bad query
  * parameter (422) where the route takes some.
  */
 function sharedErrors(method: string, path: string, operation: Json): ErrorCode[] {
-  const codes: ErrorCode[] = ['INTERNAL_ERROR', 'SERVICE_UNAVAILABLE']
+  const codes: ErrorCode[] = ['INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'MISDIRECTED_REQUEST']
   if (UNLIMITED_PATHS.has(path)) return codes
   codes.push('RATE_LIMITED', 'BAD_REQUEST')
   if (UNSAFE.has(method)) codes.push('FORBIDDEN')

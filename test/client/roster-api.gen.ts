@@ -943,6 +943,30 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description INTERNAL_ERROR */
             500: {
                 headers: {
@@ -1036,6 +1060,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description INTERNAL_ERROR */
             500: {
                 headers: {
@@ -1117,32 +1165,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description BAD_REQUEST */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
-                            message: string;
-                            details: {
-                                field: string;
-                                message: string;
-                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
-                                received: string;
-                            }[];
-                            /** Format: uri */
-                            documentation_url: string;
-                        };
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description RATE_LIMITED */
-            429: {
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1252,32 +1276,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description BAD_REQUEST */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
-                            message: string;
-                            details: {
-                                field: string;
-                                message: string;
-                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
-                                received: string;
-                            }[];
-                            /** Format: uri */
-                            documentation_url: string;
-                        };
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description RATE_LIMITED */
-            429: {
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1401,6 +1401,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1562,6 +1586,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1852,6 +1900,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -2017,6 +2089,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2365,6 +2461,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -2564,6 +2684,30 @@ export interface operations {
             };
             /** @description PRECONDITION_FAILED */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2906,6 +3050,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -3185,6 +3353,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -3371,6 +3563,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -3500,6 +3716,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3677,6 +3917,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -3805,6 +4069,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3966,6 +4254,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4239,6 +4551,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -4435,6 +4771,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4701,6 +5061,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -4898,6 +5282,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5131,6 +5539,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -5303,6 +5735,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5512,6 +5968,30 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -5691,6 +6171,30 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5938,6 +6442,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -6102,6 +6630,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6373,6 +6925,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -6490,6 +7066,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description INTERNAL_ERROR */
             500: {
                 headers: {
@@ -6571,32 +7171,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description BAD_REQUEST */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
-                            message: string;
-                            details: {
-                                field: string;
-                                message: string;
-                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
-                                received: string;
-                            }[];
-                            /** Format: uri */
-                            documentation_url: string;
-                        };
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description RATE_LIMITED */
-            429: {
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6706,32 +7282,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description BAD_REQUEST */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
-                            message: string;
-                            details: {
-                                field: string;
-                                message: string;
-                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
-                                received: string;
-                            }[];
-                            /** Format: uri */
-                            documentation_url: string;
-                        };
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description RATE_LIMITED */
-            429: {
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6855,6 +7407,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7025,6 +7601,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7315,6 +7915,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -7480,6 +8104,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7828,6 +8476,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -8027,6 +8699,30 @@ export interface operations {
             };
             /** @description PRECONDITION_FAILED */
             412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8369,6 +9065,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -8648,6 +9368,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -8834,6 +9578,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -8963,6 +9731,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9140,6 +9932,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -9268,6 +10084,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9429,6 +10269,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9702,6 +10566,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -9898,6 +10786,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10164,6 +11076,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -10361,6 +11297,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10594,6 +11554,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -10766,6 +11750,30 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10975,6 +11983,30 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -11154,6 +12186,30 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11401,6 +12457,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR */
             422: {
                 headers: {
@@ -11565,6 +12645,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11814,6 +12918,30 @@ export interface operations {
             };
             /** @description CONFLICT */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };

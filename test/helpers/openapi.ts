@@ -77,11 +77,14 @@ export class DocumentChecker {
     if (verb === 'options') return null
     const operation = template === null ? undefined : this.doc.paths[template]?.[verb]
     if (operation === undefined) {
+      // Refusals made before routing (rate limit 429, CSRF 403, a foreign Host 421) can meet
+      // any method and path.
       if (
         answer.status !== 404 &&
         answer.status !== 405 &&
         answer.status !== 429 &&
-        answer.status !== 403
+        answer.status !== 403 &&
+        answer.status !== 421
       )
         return `${where}: no operation, and not a 404 or 405`
       return method === 'HEAD' || this.envelope(answer.body)

@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from 'bun:test'
 import type { Deps } from '../../src/deps'
-import { dbQuery, makeTestApp, storedFiles, type TestApp } from '../helpers/app'
+import { dbQuery, makeTestApp, readReply, storedFiles, type TestApp } from '../helpers/app'
 import { apiKey, PASSWORD } from '../helpers/auth'
 import { multipartBody, multipartType } from '../helpers/multipart'
 import { DocumentChecker, type OpenApiDoc } from '../helpers/openapi'
@@ -58,6 +58,10 @@ const EDGE_STRINGS = [
   '\uD800',
   'x\uDFFFy',
   '\u202Eevil\u202C',
+  'invoice\u202efdp.exe',
+  '\u2066isolate\u2069',
+  '\ufeffbom',
+  'ad\u2060min',
   '\u200B\u200B',
   'e\u0301\u0301\u0301',
   '😀👨‍👩‍👧‍👦',
@@ -116,6 +120,7 @@ const FIELDS = [
   'name',
   'email',
   'password',
+  'current_password',
   'pass',
   'username',
   'login',
@@ -307,7 +312,17 @@ function buildRequest(r: Random, fx: Fixture, routes: { method: string; path: st
       body = r.chance(0.5) ? randomJsonText(r) : randomString(r)
     }
   }
-  return { method, path: `${path}${query.length > 0 ? `?${query.join('&')}` : ''}`, headers, body }
+  // Now and then a Host that is not roster's (DNS rebinding): 421 while /users is open.
+  const base = r.chance(0.05)
+    ? r.pick([
+        'http://rebind.attacker.example',
+        'http://127.0.0.1:8080',
+        'http://[::1]',
+        'http://x',
+      ])
+    : 'http://localhost'
+  const target = `${path}${query.length > 0 ? `?${query.join('&')}` : ''}`
+  return { method, path: target, base, headers, body }
 }
 
 /**
@@ -374,10 +389,15 @@ describe('hostile input, generated', () => {
       const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method)
       const before = isWrite ? await fingerprint(t.deps) : ''
       const filesBefore = await filesIn(t.deps)
-      const reply = await t.call(request.method, request.path, {
-        headers: request.headers,
-        body: request.body,
-      })
+      const reply = await readReply(
+        await t.app.handle(
+          new Request(`${request.base}${request.path}`, {
+            method: request.method,
+            headers: request.headers,
+            body: request.body,
+          }),
+        ),
+      )
       statuses.set(reply.status, (statuses.get(reply.status) ?? 0) + 1)
       const problems: string[] = []
       const requestId = reply.headers.get('x-request-id')
@@ -439,7 +459,7 @@ describe('hostile input, generated', () => {
     // The generator reached deep enough to get past parsing and authentication often.
     if (RUNS >= 1000)
       expect([...statuses.keys()].sort()).toEqual(
-        expect.arrayContaining([200, 400, 401, 404, 405, 415, 422]),
+        expect.arrayContaining([200, 400, 401, 404, 405, 415, 421, 422]),
       )
     // Nothing the generator did broke the service.
     expect((await t.get('/health')).status).toBe(200)
