@@ -4,8 +4,8 @@ import { type Browser, chromium, type Page } from 'playwright-core'
 /** Debian's chromium; ROSTER_CHROMIUM names another. Never a downloaded browser. */
 export const CHROMIUM = process.env.ROSTER_CHROMIUM ?? '/usr/bin/chromium'
 
-/** A headless Chromium, or one line saying what to install. */
-export async function launchChromium(): Promise<Browser> {
+/** A headless Chromium, or one line saying what to install. `args` are added to the launch. */
+export async function launchChromium(args: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
       `Chromium is not installed at ${CHROMIUM}: apt-get install -y chromium (or set ROSTER_CHROMIUM)`,
@@ -25,6 +25,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
       '--disable-default-apps',
       '--disable-domain-reliability',
+      ...args,
     ],
   })
 }
