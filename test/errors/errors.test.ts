@@ -38,7 +38,8 @@ describe('the error envelope', () => {
 
   test('documentation_url is absolute, from the request host or --public-url', async () => {
     {
-      await using t = await makeTestApp()
+      // Protected: an open roster answers only its own host names (421 for this one).
+      await using t = await makeTestApp({ usersAccess: 'protected' })
       const reply = await t.app.handle(new Request('http://api.internal:9000/nope'))
       const body = (await reply.json()) as { error: { documentation_url: string } }
       expect(body.error.documentation_url).toBe('http://api.internal:9000/docs/errors#NOT_FOUND')
