@@ -59,13 +59,13 @@ export function healthRoutes(
     const { database, storage, disk, freeBytes } = results
     const healthy = database === 'ok' && storage === 'ok' && disk === 'ok'
     const showFigures = !figuresNeedKey || principalOf(set)?.kind === 'apiKey'
-    const body = {
-      status: healthy ? 'ok' : 'unavailable',
-      version,
-      uptime_s: Math.floor((clock() - startedAt) / 1000),
-      checks: { database, storage, disk },
-      ...(showFigures ? { disk_free_bytes: freeBytes } : {}),
-    } as const
+    const status = healthy ? 'ok' : 'unavailable'
+    const uptime = Math.floor((clock() - startedAt) / 1000)
+    const checks = { database, storage, disk }
+    // Two literal shapes rather than a spread: /health is probed often and answers fast.
+    const body = showFigures
+      ? { status, version, uptime_s: uptime, checks, disk_free_bytes: freeBytes }
+      : { status, version, uptime_s: uptime, checks }
     if (healthy) return body
     const failing = Object.entries(body.checks)
       .filter(([, state]) => state === 'failing')

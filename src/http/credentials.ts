@@ -11,10 +11,12 @@ export const NO_STORE = 'no-store'
 export function noStoreForCredentials(hasSession: (cookie: string | null) => boolean): RequestStep {
   return function markPrivate(request, set) {
     const headers = request.headers
+    const url = request.url
+    const query = url.indexOf('?')
     if (
       headers.has('authorization') ||
       headers.has('x-api-key') ||
-      request.url.includes('api_key=') ||
+      (query !== -1 && url.includes('api_key=', query)) ||
       hasSession(headers.get('cookie'))
     ) {
       set.headers['cache-control'] = NO_STORE
