@@ -1,4 +1,4 @@
-// Writes src/db/migrations.gen.ts (from drizzle/, SQLite) and src/db/postgres/migrations.gen.ts (from
+// Writes src/backends/sqlite/migrations.gen.ts (from drizzle/, SQLite) and src/backends/postgres/migrations.gen.ts (from
 // drizzle-pg/, PostgreSQL): each journal plus every migration's SQL as a text import, so the
 // compiled binary carries its migrations and needs no folder on disk. Run by
 // `bun run db:generate` after drizzle-kit; test/db/migrate.test.ts checks both are current.
@@ -9,8 +9,8 @@ const root = join(import.meta.dir, '..')
 
 /** One drizzle-kit output folder and the module that embeds it. */
 export const MIGRATION_SETS = {
-  sqlite: { folder: 'drizzle', module: 'src/db/migrations.gen.ts' },
-  postgres: { folder: 'drizzle-pg', module: 'src/db/postgres/migrations.gen.ts' },
+  sqlite: { folder: 'drizzle', module: 'src/backends/sqlite/migrations.gen.ts' },
+  postgres: { folder: 'drizzle-pg', module: 'src/backends/postgres/migrations.gen.ts' },
 } as const
 
 export type Dialect = keyof typeof MIGRATION_SETS

@@ -2,13 +2,13 @@ import type { SQL } from 'bun'
 import type { ApiKeyStore } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialStore } from '../auth/sessions'
-import type { Db, FileIdentityGuard, Store } from '../db/client'
 import type { Transaction } from '../db/unit'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { PendingObjects } from '../storage/s3'
 import type { UploadRecords } from '../uploads/records'
 import type { UserStore, UserWrites } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
+import type { Db, FileIdentityGuard, Store } from './sqlite/connection'
 
 /** Every store's writes as one unit of work sees them (see db/unit.ts). */
 export interface UnitStores {

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
+import { backupDatabase } from '../backends/sqlite/backup'
 import { ConfigError, loadConfig } from '../config'
-import { backupDatabase } from '../db/backup'
 import { configFlags, databaseFlags, parseFlags, renderFlags } from './args'
 import { formatBytes } from './format'
 

@@ -1,6 +1,6 @@
 import { type CopyProgress, copyRoster } from '../backends/copy'
+import { redactUrl } from '../backends/postgres/connection'
 import { ConfigError, loadConfig } from '../config'
-import { redactUrl } from '../db/postgres/client'
 import { configFlags, parseFlags, renderFlags, serveFlags } from './args'
 import { formatBytes } from './format'
 import { Progress } from './progress'

@@ -2,7 +2,7 @@ import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { BackupError, backupDatabase } from '../../src/db/backup'
+import { BackupError, backupDatabase } from '../../src/backends/sqlite/backup'
 import { makeTestApp, sqliteOf } from '../helpers/app'
 
 describe('backupDatabase', () => {

@@ -7,9 +7,11 @@ import {
   MIGRATION_SETS,
   renderMigrationsModule,
 } from '../../scripts/embed-migrations'
-import { DatabaseOpenError, openDatabase } from '../../src/db/client'
-import { type Migration, runMigrations } from '../../src/db/migrate'
-import { embeddedMigrations } from '../../src/db/migrations.gen'
+import { openDatabase } from '../../src/backends/sqlite/connection'
+import { runMigrations } from '../../src/backends/sqlite/migrate'
+import { embeddedMigrations } from '../../src/backends/sqlite/migrations.gen'
+import { DatabaseOpenError } from '../../src/db/errors'
+import type { Migration } from '../../src/db/migrations'
 import { tempDir } from '../helpers/app'
 
 describe('runMigrations', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { type PgTable, getTableConfig as pgTableConfig } from 'drizzle-orm/pg-core'
 import { type SQLiteTable, getTableConfig as sqliteTableConfig } from 'drizzle-orm/sqlite-core'
-import * as pg from '../../src/db/postgres/schema'
-import * as sqlite from '../../src/db/schema'
+import * as pg from '../../src/backends/postgres/schema'
+import * as sqlite from '../../src/backends/sqlite/schema'
 
 /** table → column → whether it may be null, from drizzle's view of a schema module. */
 function shape(tables: { name: string; columns: { name: string; notNull: boolean }[] }[]) {

@@ -1,8 +1,8 @@
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { openReader } from '../../src/db/client'
-import { WriteQueue } from '../../src/db/write-queue'
+import { openReader } from '../../src/backends/sqlite/connection'
+import { WriteQueue } from '../../src/backends/sqlite/write-queue'
 import { tempDir } from '../helpers/app'
 
 /** A real database file with a writer, a reader and a queue that records each commit's size. */

@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { runPgMigrations } from '../../src/db/postgres/migrate'
-import { createPgIdempotencyStore } from '../../src/idempotency/pg-store'
+import { createPgIdempotencyStore } from '../../src/backends/postgres/idempotency'
+import { runPgMigrations } from '../../src/backends/postgres/migrate'
+import { createPgUserStore } from '../../src/backends/postgres/users'
 import { IDEMPOTENCY_TTL_MS, once } from '../../src/idempotency/store'
-import { createPgUserStore } from '../../src/users/pg-store'
 import { freshDatabase } from '../helpers/postgres'
 
 const date = () => new Date('2026-11-23T12:00:00.000Z')

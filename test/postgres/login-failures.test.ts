@@ -1,6 +1,6 @@
 import { SQL } from 'bun'
-import { PgLoginFailures } from '../../src/auth/pg-login-failures'
-import { runPgMigrations } from '../../src/db/postgres/migrate'
+import { PgLoginFailures } from '../../src/backends/postgres/login-failures'
+import { runPgMigrations } from '../../src/backends/postgres/migrate'
 import { loginFailureLogContract } from '../auth/login-failures.contract'
 import { freshDatabase } from '../helpers/postgres'
 

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { DatabaseOpenError } from '../../src/db/client'
-import { connectPostgres, openPostgres, redactUrl } from '../../src/db/postgres/client'
-import { runPgMigrations } from '../../src/db/postgres/migrate'
-import { embeddedMigrations } from '../../src/db/postgres/migrations.gen'
-import { createPgUserStore } from '../../src/users/pg-store'
+import { connectPostgres, openPostgres, redactUrl } from '../../src/backends/postgres/connection'
+import { runPgMigrations } from '../../src/backends/postgres/migrate'
+import { embeddedMigrations } from '../../src/backends/postgres/migrations.gen'
+import { createPgUserStore } from '../../src/backends/postgres/users'
+import { DatabaseOpenError } from '../../src/db/errors'
 import { freshDatabase } from '../helpers/postgres'
 
 describe('PostgreSQL migrations', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { runPgMigrations } from '../../src/db/postgres/migrate'
+import { runPgMigrations } from '../../src/backends/postgres/migrate'
+import { createPgUserStore } from '../../src/backends/postgres/users'
 import type { AppError } from '../../src/errors/errors'
-import { createPgUserStore } from '../../src/users/pg-store'
 import { freshDatabase } from '../helpers/postgres'
 
 const now = () => new Date('2026-11-23T12:00:00.000Z')

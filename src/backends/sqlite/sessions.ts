@@ -1,5 +1,3 @@
-import type { Store } from '../db/client'
-import { settle } from '../db/settle'
 import {
   ACCESS_TOKEN_PREFIX,
   ACCESS_TOKEN_TTL_MS,
@@ -11,8 +9,10 @@ import {
   type SessionState,
   type SignedInUser,
   withoutExpiry,
-} from './sessions'
-import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
+} from '../../auth/sessions'
+import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import type { Store } from './connection'
+import { settle } from './settle'
 
 // The credential and its user in one statement: the routes that take these credentials (/me)
 // need the user anyway. Written with subqueries on purpose: the same read as a JOIN measured

@@ -1,6 +1,6 @@
 import { SQL } from 'bun'
 import { type BunSQLDatabase, drizzle } from 'drizzle-orm/bun-sql'
-import { DatabaseOpenError } from '../client'
+import { DatabaseOpenError } from '../../db/errors'
 import * as schema from './schema'
 
 export type PgDb = BunSQLDatabase<typeof schema> & { $client: SQL }

@@ -1,5 +1,4 @@
 import type { SQL } from 'bun'
-import { type Stored, withIsoTimestamps } from '../db/postgres/timestamps'
 import {
   ACCESS_TOKEN_PREFIX,
   ACCESS_TOKEN_TTL_MS,
@@ -11,8 +10,9 @@ import {
   type SessionState,
   type SignedInUser,
   withoutExpiry,
-} from './sessions'
-import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
+} from '../../auth/sessions'
+import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import { type Stored, withIsoTimestamps } from './timestamps'
 
 type Found = SignedInUser & { expires_at: number }
 

@@ -31,7 +31,7 @@ export const users = pgTable('users', {
   version: integer('version').notNull().default(1),
   // timestamptz(3), where SQLite keeps ISO text: 8 bytes instead of 25 make a row a fifth
   // narrower, and a page's total is a count that reads every row (0001_user_timestamps).
-  // Milliseconds, as the API shows them; src/db/postgres/timestamps.ts turns them back into text.
+  // Milliseconds, as the API shows them; src/backends/postgres/timestamps.ts turns them back into text.
   createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
 })

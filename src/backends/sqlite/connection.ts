@@ -1,6 +1,7 @@
 import { Database } from 'bun:sqlite'
 import { chmodSync, existsSync, statSync } from 'node:fs'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
+import { DatabaseOpenError } from '../../db/errors'
 import * as schema from './schema'
 import type { WriteQueue } from './write-queue'
 
@@ -21,9 +22,6 @@ export interface OpenOptions {
   /** `full` fsyncs the WAL on every commit (survives power loss); `normal` does not. */
   sync: 'full' | 'normal'
 }
-
-/** A database the server cannot use: not SQLite, unreadable, or newer than this binary. */
-export class DatabaseOpenError extends Error {}
 
 /**
  * Opens (creating if needed) the SQLite file with roster's pragmas. WAL lets readers run

@@ -1,11 +1,8 @@
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import type { Store } from '../db/client'
-import type { PageRequest } from '../db/page'
-import { users } from '../db/schema'
-import { settle } from '../db/settle'
-import { fieldDetail } from '../errors/details'
-import { conflict } from '../errors/errors'
+import type { PageRequest } from '../../db/page'
+import { fieldDetail } from '../../errors/details'
+import { conflict } from '../../errors/errors'
 import {
   type Clock,
   checkGuard,
@@ -17,11 +14,14 @@ import {
   type UserRecord,
   VIEW_COLUMNS,
   type WriteGuard,
-} from './records'
-import type { User } from './schema'
-import { FilteredQueries, type SearchRequest } from './search'
-import { createSqliteUserBulk } from './sqlite-bulk'
-import type { UserStore, UserWrites } from './store'
+} from '../../users/records'
+import type { User } from '../../users/schema'
+import { FilteredQueries, type SearchRequest } from '../../users/search'
+import type { UserStore, UserWrites } from '../../users/store'
+import type { Store } from './connection'
+import { users } from './schema'
+import { settle } from './settle'
+import { createSqliteUserBulk } from './users-bulk'
 
 // The same columns for drizzle's RETURNING on writes.
 const recordColumns = {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import type { Db } from './client'
+import type { Db } from './connection'
 import { settings } from './schema'
 
 /** A random secret kept in the database, created the first time it is asked for. */

@@ -1,6 +1,4 @@
 import type { SQL } from 'bun'
-import type { PageRequest } from '../db/page'
-import { pageOf, type WithTotal } from '../db/postgres/page'
 import {
   API_KEY_PREFIX,
   type ApiKeyStore,
@@ -9,8 +7,10 @@ import {
   KEY_FAMILY,
   LAST_USED_RESOLUTION_MS,
   SHOWN_PREFIX_LENGTH,
-} from './api-keys'
-import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
+} from '../../auth/api-keys'
+import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import type { PageRequest } from '../../db/page'
+import { pageOf, type WithTotal } from './page'
 
 /** API keys in PostgreSQL (see ApiKeyStore): a revocation on one instance holds on all at once. */
 export function createPgApiKeyStore(pool: SQL, now: () => Date): ApiKeyStore {

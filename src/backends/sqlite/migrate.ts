@@ -1,12 +1,7 @@
 import type { Database } from 'bun:sqlite'
-import { DatabaseOpenError } from './client'
+import { DatabaseOpenError } from '../../db/errors'
+import { type Migration, refuseNewerDatabase, sha256Hex } from '../../db/migrations'
 import { embeddedMigrations } from './migrations.gen'
-
-export interface Migration {
-  tag: string
-  when: number
-  sql: string
-}
 
 interface AppliedRow {
   hash: string
@@ -62,22 +57,4 @@ export function runMigrations(
     sqlite.run('PRAGMA foreign_keys = ON')
   }
   return { applied: pending.map((migration) => migration.tag) }
-}
-
-/** Refuses a database that has migrations this binary does not know (SQLite and PostgreSQL). */
-export function refuseNewerDatabase(
-  applied: readonly { created_at: number | string }[],
-  migrations: readonly Migration[],
-): void {
-  const newestKnown = migrations.at(-1)?.when ?? 0
-  const unknown = applied.filter((row) => Number(row.created_at) > newestKnown)
-  if (unknown.length > 0 || applied.length > migrations.length) {
-    throw new DatabaseOpenError(
-      `this database was written by a newer roster (it has ${applied.length} migrations, this binary knows ${migrations.length}); upgrade roster or restore a backup made by this version`,
-    )
-  }
-}
-
-export function sha256Hex(text: string): string {
-  return new Bun.CryptoHasher('sha256').update(text).digest('hex')
 }

@@ -1,5 +1,5 @@
 import type { SQL } from 'bun'
-import type { PendingObjects } from './s3'
+import type { PendingObjects } from '../../storage/s3'
 
 /** The pending-object list in PostgreSQL's `pending_objects` table. */
 export function createPgPendingObjects(pool: SQL): PendingObjects {

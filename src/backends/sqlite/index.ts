@@ -1,25 +1,25 @@
 import { join } from 'node:path'
-import { MemoryLoginFailures } from '../auth/limiter'
-import { createSqliteApiKeyStore } from '../auth/sqlite-api-keys'
-import { createSqliteCredentialStore } from '../auth/sqlite-sessions'
-import type { Config } from '../config'
+import { MemoryLoginFailures } from '../../auth/limiter'
+import type { Config } from '../../config'
+import { DatabaseOpenError } from '../../db/errors'
+import type { Transaction } from '../../db/unit'
+import type { Logger } from '../../log'
+import type { Backend, UnitStores } from '../backend'
+import { createSqliteApiKeyStore } from './api-keys'
 import {
   DatabaseLostError,
-  DatabaseOpenError,
   fileIdentityGuard,
   openDatabase,
   openReader,
   type Store,
-} from '../db/client'
-import { runMigrations } from '../db/migrate'
-import type { Transaction } from '../db/unit'
-import { WriteQueue } from '../db/write-queue'
-import { createSqliteIdempotencyStore } from '../idempotency/sqlite-store'
-import type { Logger } from '../log'
-import { createSqliteUploadRecords } from '../uploads/sqlite-records'
-import { createSqliteUserStore } from '../users/sqlite-store'
-import { createSqliteWebhookInbox } from '../webhooks/sqlite-inbox'
-import type { Backend, UnitStores } from './backend'
+} from './connection'
+import { createSqliteIdempotencyStore } from './idempotency'
+import { createSqliteWebhookInbox } from './inbox'
+import { runMigrations } from './migrate'
+import { createSqliteCredentialStore } from './sessions'
+import { createSqliteUploadRecords } from './uploads'
+import { createSqliteUserStore } from './users'
+import { WriteQueue } from './write-queue'
 
 /**
  * The embedded database: `roster.db` in the data directory, migrated, with one writer and the

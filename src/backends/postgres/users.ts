@@ -1,9 +1,6 @@
 import type { SQL } from 'bun'
-import { countOf } from '../db/postgres/page'
-import { lookupText } from '../db/postgres/text'
-import { type Stored, withIsoTimestamps } from '../db/postgres/timestamps'
-import { fieldDetail } from '../errors/details'
-import { conflict } from '../errors/errors'
+import { fieldDetail } from '../../errors/details'
+import { conflict } from '../../errors/errors'
 import {
   type Clock,
   checkGuard,
@@ -15,10 +12,13 @@ import {
   type UserChanges,
   type UserRecord,
   type WriteGuard,
-} from './records'
-import type { User } from './schema'
-import type { SearchRequest, SearchResult } from './search'
-import type { UserStore, UserWrites } from './store'
+} from '../../users/records'
+import type { User } from '../../users/schema'
+import type { SearchRequest, SearchResult } from '../../users/search'
+import type { UserStore, UserWrites } from '../../users/store'
+import { countOf } from './page'
+import { lookupText } from './text'
+import { type Stored, withIsoTimestamps } from './timestamps'
 
 /** A PostgreSQL connection to run statements on: the pool, or one transaction's connection. */
 export type Queries = SQL

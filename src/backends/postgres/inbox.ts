@@ -1,6 +1,5 @@
 import type { SQL } from 'bun'
-import type { PageRequest } from '../db/page'
-import { countOf, pageOf, type WithTotal } from '../db/postgres/page'
+import type { PageRequest } from '../../db/page'
 import {
   type EventRow,
   type EventStatus,
@@ -10,7 +9,8 @@ import {
   type InboxOutcomes,
   type ReceivedEvent,
   type WebhookInbox,
-} from './inbox'
+} from '../../webhooks/inbox'
+import { countOf, pageOf, type WithTotal } from './page'
 
 /** The PostgreSQL inbox, and its outcome writes inside a unit's transaction. */
 export interface PgWebhookInbox extends WebhookInbox {

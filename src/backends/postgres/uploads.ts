@@ -1,5 +1,4 @@
 import type { SQL } from 'bun'
-import { countOf, pageOf, type WithTotal } from '../db/postgres/page'
 import {
   type FileRow,
   fileOfRow,
@@ -7,7 +6,8 @@ import {
   type StoredFile,
   type UploadRecord,
   type UploadRecords,
-} from './records'
+} from '../../uploads/records'
+import { countOf, pageOf, type WithTotal } from './page'
 
 interface UploadRow {
   id: string

@@ -1,6 +1,6 @@
 import type { SQL } from 'bun'
-import { DatabaseOpenError } from '../client'
-import { type Migration, refuseNewerDatabase, sha256Hex } from '../migrate'
+import { DatabaseOpenError } from '../../db/errors'
+import { type Migration, refuseNewerDatabase, sha256Hex } from '../../db/migrations'
 import { embeddedMigrations } from './migrations.gen'
 
 /** pg_advisory_xact_lock's key for migrations: 'rost' as a 32-bit number. */

@@ -1,8 +1,8 @@
 import { Database } from 'bun:sqlite'
-import type { Store } from '../db/client'
-import { settle } from '../db/settle'
-import { EXPORT_SQL, type ExportedUser, emailKey, type NewUser } from './records'
-import type { UserStore } from './store'
+import { EXPORT_SQL, type ExportedUser, emailKey, type NewUser } from '../../users/records'
+import type { UserStore } from '../../users/store'
+import type { Store } from './connection'
+import { settle } from './settle'
 
 /** Users per batch of an export. */
 const EXPORT_BATCH = 500

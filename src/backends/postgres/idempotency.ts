@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto'
 import type { SQL } from 'bun'
-import { pgInstallSecret } from '../db/postgres/settings'
 import {
   answerOf,
   canonicalJson,
@@ -8,7 +7,8 @@ import {
   type IdempotencyClaims,
   type IdempotencyStore,
   type StoredAnswer,
-} from './store'
+} from '../../idempotency/store'
+import { pgInstallSecret } from './settings'
 
 interface StoredRow extends StoredAnswer {
   fingerprint: string

@@ -1,6 +1,4 @@
-import type { Store } from '../db/client'
-import type { PageRequest } from '../db/page'
-import { settle } from '../db/settle'
+import type { PageRequest } from '../../db/page'
 import {
   type EventRow,
   type EventStatus,
@@ -9,7 +7,9 @@ import {
   type InboxOutcomes,
   type ReceivedEvent,
   type WebhookInbox,
-} from './inbox'
+} from '../../webhooks/inbox'
+import type { Store } from './connection'
+import { settle } from './settle'
 
 /** The SQLite inbox, and its outcome writes as a unit of work sees them. */
 export interface SqliteWebhookInbox extends WebhookInbox {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type { SQL } from 'bun'
-import { lookupText } from '../db/postgres/text'
 import {
   type KeyHistory,
   LOGIN_WINDOW_MS,
   type LoginFailureLog,
   MAX_FAILURES_PER_IP,
   type ReservationWindow,
-} from './limiter'
+} from '../../auth/limiter'
+import { lookupText } from './text'
 
 /** pg_advisory_xact_lock's first key for the limiter: 'logn' as a 32-bit number. */
 const LIMITER_LOCK = 0x6c6f676e

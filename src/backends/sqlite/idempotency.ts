@@ -1,9 +1,5 @@
 import { createHmac } from 'node:crypto'
 import { lt, sql } from 'drizzle-orm'
-import type { Store } from '../db/client'
-import { idempotencyKeys } from '../db/schema'
-import { installSecret } from '../db/settings'
-import { settle } from '../db/settle'
 import {
   answerOf,
   canonicalJson,
@@ -11,7 +7,11 @@ import {
   type IdempotencyClaims,
   type IdempotencyStore,
   type StoredAnswer,
-} from './store'
+} from '../../idempotency/store'
+import type { Store } from './connection'
+import { idempotencyKeys } from './schema'
+import { installSecret } from './settings'
+import { settle } from './settle'
 
 interface StoredRow extends StoredAnswer {
   fingerprint: string

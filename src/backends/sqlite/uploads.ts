@@ -1,5 +1,3 @@
-import type { Store } from '../db/client'
-import { settle } from '../db/settle'
 import {
   type FileRow,
   fileOfRow,
@@ -7,7 +5,9 @@ import {
   type StoredFile,
   type UploadRecord,
   type UploadRecords,
-} from './records'
+} from '../../uploads/records'
+import type { Store } from './connection'
+import { settle } from './settle'
 
 interface UploadRow {
   id: string

@@ -1,6 +1,3 @@
-import type { Store } from '../db/client'
-import type { PageRequest } from '../db/page'
-import { settle } from '../db/settle'
 import {
   API_KEY_PREFIX,
   type ApiKeyStore,
@@ -9,8 +6,11 @@ import {
   KEY_FAMILY,
   LAST_USED_RESOLUTION_MS,
   SHOWN_PREFIX_LENGTH,
-} from './api-keys'
-import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
+} from '../../auth/api-keys'
+import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import type { PageRequest } from '../../db/page'
+import type { Store } from './connection'
+import { settle } from './settle'
 
 /** API keys in SQLite (see ApiKeyStore). */
 export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeyStore {

@@ -1,0 +1,5 @@
+/**
+ * A database the server cannot use, on either backend: not SQLite, unreadable, unreachable,
+ * failing to migrate, or newer than this binary. One line for the operator.
+ */
+export class DatabaseOpenError extends Error {}
