@@ -1,12 +1,12 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { SQL } from 'bun'
-import type { ApiKeyStore } from './auth/api-keys'
+import { type ApiKeyStore, createApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
-import type { CredentialStore } from './auth/sessions'
-import type { Backend, SqliteParts, UnitStores } from './backends/backend'
+import { type CredentialStore, createCredentialStore } from './auth/sessions'
+import type { Backend, SqliteParts, UnitRows } from './backends/backend'
 import { openPostgresBackend } from './backends/postgres/index'
 import { openSqliteBackend } from './backends/sqlite/index'
 import { openFileStore } from './backends/storage'
@@ -21,12 +21,15 @@ import { Gauge } from './metrics/registry'
 import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
 import { createUploadService, type UploadService } from './uploads/service'
-import type { UserStore } from './users/store'
+import { createUserStore, type UserStore, type UserWrites, userWrites } from './users/store'
 import { builtInHandlers } from './webhooks/handlers'
 import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
-export type { UnitStores }
+/** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
+export interface UnitStores extends Omit<UnitRows, 'users'> {
+  users: UserWrites
+}
 export { VERSION }
 
 /** Everything a route needs, built once per server (or per test). */
@@ -119,7 +122,11 @@ export async function makeDeps(
     },
   )
   const uploads = createUploadService(backend.uploadRecords, fileStore)
-  const { users, inbox, transaction } = backend
+  const { inbox } = backend
+  const transaction = withRules(backend.transaction)
+  const users = createUserStore(backend.users, transaction)
+  const credentials = createCredentialStore(backend.credentials, clock)
+  const apiKeys = createApiKeyStore(backend.apiKeys, now)
   const timers = options.timers ?? { ...systemTimers, now: clock }
   const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
@@ -127,8 +134,8 @@ export async function makeDeps(
   addGauges(metrics, backend)
   const authenticator = createAuthenticator({
     config,
-    credentials: backend.credentials,
-    apiKeys: backend.apiKeys,
+    credentials,
+    apiKeys,
     users,
     basicCache: new BasicCache(clock),
     limiter: new LoginLimiter(backend.loginFailures, clock),
@@ -149,8 +156,8 @@ export async function makeDeps(
     users,
     idempotency: backend.idempotency,
     transaction,
-    credentials: backend.credentials,
-    apiKeys: backend.apiKeys,
+    credentials,
+    apiKeys,
     authenticator,
     fileStore,
     uploads,
@@ -175,6 +182,23 @@ export async function makeDeps(
   backend.sqlite?.store.writes.flush()
   await purged
   return deps
+}
+
+/**
+ * The backend's unit of work with the domains' rules on its rows. SQLite hands every unit the
+ * same rows, so their ruled view is made once per rows object.
+ */
+function withRules(transaction: Transaction<UnitRows>): Transaction<UnitStores> {
+  const ruled = new WeakMap<UnitRows, UnitStores>()
+  const storesOf = (rows: UnitRows): UnitStores => {
+    let stores = ruled.get(rows)
+    if (stores === undefined) {
+      stores = { ...rows, users: userWrites(rows.users, rows.credentials) }
+      ruled.set(rows, stores)
+    }
+    return stores
+  }
+  return (work) => transaction((rows) => work(storesOf(rows)))
 }
 
 function openBackend(

@@ -1,3 +1,5 @@
+import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
+
 export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000
 export const ACCESS_TOKEN_TTL_MS = 60 * 60 * 1000
 /** A session is extended on use at most once per this interval (one write, not one per request). */
@@ -50,8 +52,87 @@ export interface CredentialStore {
   purgeExpired(): Promise<void>
 }
 
-/** The user of a credential row that was read with its expiry. */
-export function withoutExpiry(row: SignedInUser & { expires_at: number }): SignedInUser {
+/** A stored session or access token: the SHA-256 of its secret, its user, its lifetime (epoch ms). */
+export interface CredentialRow {
+  id: string
+  userId: number
+  createdAt: number
+  expiresAt: number
+}
+
+/** A credential found by its id, read together with its user. */
+export type FoundCredential = SignedInUser & { expires_at: number }
+
+/**
+ * What a database keeps of sessions and access tokens: row operations, nothing else (as Lucia's
+ * Adapter). Every rule (the secrets' format, expiry, renewal) is CredentialStore's, once.
+ */
+export interface CredentialRows {
+  /** Stores a session and an access token together: both or neither. */
+  insertLogin(session: CredentialRow, token: CredentialRow): Promise<void>
+  findSession(id: string): Promise<FoundCredential | null>
+  findAccessToken(id: string): Promise<FoundCredential | null>
+  /** Moves a session's expiry to `expiresAt`, never back; false when the session is gone. */
+  extendSession(id: string, expiresAt: number): Promise<boolean>
+  deleteSession(id: string): Promise<void>
+  deleteAccessToken(id: string): Promise<void>
+  /** Every session and token that expired at `at` or before (one statement per table). */
+  deleteExpired(at: number): Promise<void>
+}
+
+/** A credential change inside a unit of work: everything of one user ends with it. */
+export interface CredentialWrites {
+  revokeAllForUser(userId: number): Promise<void>
+}
+
+/** The rules of sessions and access tokens, over a database's rows. */
+export function createCredentialStore(rows: CredentialRows, now: () => number): CredentialStore {
+  return {
+    async issue(userId) {
+      const sessionToken = newSecret(SESSION_PREFIX)
+      const accessToken = newSecret(ACCESS_TOKEN_PREFIX)
+      const at = now()
+      await rows.insertLogin(
+        { id: sha256Hex(sessionToken), userId, createdAt: at, expiresAt: at + SESSION_TTL_MS },
+        { id: sha256Hex(accessToken), userId, createdAt: at, expiresAt: at + ACCESS_TOKEN_TTL_MS },
+      )
+      return { sessionToken, accessToken }
+    },
+
+    async useSession(token) {
+      if (!looksLikeSecret(token, SESSION_PREFIX)) return null
+      const id = sha256Hex(token)
+      const row = await rows.findSession(id)
+      if (row === null) return null
+      const at = now()
+      if (row.expires_at <= at) {
+        // Housekeeping nobody waits for; the hourly purge deletes it otherwise.
+        rows.deleteSession(id).catch(() => {})
+        return null
+      }
+      const user = withoutExpiry(row)
+      if (row.expires_at - at >= SESSION_TTL_MS - SESSION_RENEW_INTERVAL_MS) {
+        return { user, renewed: false }
+      }
+      // The renewed cookie is a promise about the stored expiry: it waits for the write. Only
+      // forward, and only while the session exists (a logout meanwhile wins).
+      const renewed = await rows.extendSession(id, at + SESSION_TTL_MS).catch(() => false)
+      return { user, renewed }
+    },
+
+    async useAccessToken(token) {
+      if (!looksLikeSecret(token, ACCESS_TOKEN_PREFIX)) return null
+      const row = await rows.findAccessToken(sha256Hex(token))
+      return row !== null && row.expires_at > now() ? withoutExpiry(row) : null
+    },
+
+    revokeSession: (token) => rows.deleteSession(sha256Hex(token)),
+    revokeAccessToken: (token) => rows.deleteAccessToken(sha256Hex(token)),
+    purgeExpired: () => rows.deleteExpired(now()),
+  }
+}
+
+function withoutExpiry(row: FoundCredential): SignedInUser {
   return {
     id: row.id,
     name: row.name,

@@ -1,18 +1,19 @@
 import type { SQL } from 'bun'
-import type { ApiKeyStore } from '../auth/api-keys'
+import type { ApiKeyRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
-import type { CredentialStore } from '../auth/sessions'
+import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { PendingObjects } from '../storage/s3'
 import type { UploadRecords } from '../uploads/records'
-import type { UserStore, UserWrites } from '../users/store'
+import type { UserRows, UserWriteRows } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
 import type { Db, FileIdentityGuard, Store } from './sqlite/connection'
 
-/** Every store's writes as one unit of work sees them (see db/unit.ts). */
-export interface UnitStores {
-  users: UserWrites
+/** Every store's rows as one unit of work sees them (see db/unit.ts); deps.ts adds the rules. */
+export interface UnitRows {
+  users: UserWriteRows
+  credentials: CredentialWrites
   idempotency: IdempotencyClaims
   inbox: InboxOutcomes
 }
@@ -38,17 +39,17 @@ export interface Backend {
   readonly migrated: readonly string[]
   /** Whether other instances may share this database (their workers share its inbox). */
   readonly shared: boolean
-  readonly users: UserStore
+  readonly users: UserRows
   readonly idempotency: IdempotencyStore
-  readonly credentials: CredentialStore
-  readonly apiKeys: ApiKeyStore
+  readonly credentials: CredentialRows
+  readonly apiKeys: ApiKeyRows
   readonly loginFailures: LoginFailureLog
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox
   /** Objects being written to a bucket; null where object storage is not offered (SQLite). */
   readonly pendingObjects: PendingObjects | null
-  /** Runs a unit of work over every store's writes. */
-  readonly transaction: Transaction<UnitStores>
+  /** Runs a unit of work over every store's rows. */
+  readonly transaction: Transaction<UnitRows>
   /** The embedded database's parts; null on PostgreSQL. */
   readonly sqlite: SqliteParts | null
   /** The shared database's pool; null on SQLite. */

@@ -1,6 +1,14 @@
 import { fieldDetail } from '../errors/details'
 import { notFound, preconditionFailed, validationFailed } from '../errors/errors'
-import type { User } from './schema'
+
+/** A user as every answer shows it. */
+export interface User {
+  id: number
+  name: string
+  email: string
+  created_at: string
+  updated_at: string
+}
 
 /** The clock the users stores stamp created_at and updated_at with. */
 export type Clock = () => Date
@@ -58,12 +66,6 @@ export function toView(user: UserRecord): User {
     updated_at: user.updated_at,
   }
 }
-
-export const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
-export const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
-
-export const EXPORT_SQL =
-  'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
 
 /** A user as `roster users export` writes it. */
 export interface ExportedUser {

@@ -1,7 +1,5 @@
-import type { Database } from 'bun:sqlite'
 import type { Cursor } from './cursor'
-import { emailKey, type UserFilters, VIEW_COLUMNS } from './records'
-import type { User } from './schema'
+import { emailKey, type User, type UserFilters } from './records'
 
 export interface SearchRequest {
   limit: number
@@ -22,93 +20,99 @@ export interface SearchResult {
   prev: Cursor | { offset: number } | null
 }
 
+/** The filters as a database compares them: the email folded as uniqueness folds it. */
+export interface SearchFilters {
+  emailKey?: string
+  q?: string
+}
+
 /**
- * The v2 list's statements, one per combination of filters and direction, prepared on first
- * use and kept. A keyset page reads from the primary key in its direction and never counts the
- * rows before it, so a deep page costs what the first one does; whether a page exists beyond
- * it on the other side is a one-row probe.
+ * One read the v2 list asks of the database, over the request's filters, ids ascending unless
+ * said otherwise: how many users match; a page from an offset; the page after (or before, the
+ * nearest first) an id; whether any user lies before or after an id.
  */
-export class FilteredQueries {
-  private readonly statements = new Map<string, Statement>()
+export type SearchStep =
+  | { kind: 'count' }
+  | { kind: 'fromOffset'; offset: number; limit: number }
+  | { kind: 'after'; id: number; limit: number }
+  | { kind: 'before'; id: number; limit: number }
+  | { kind: 'exists'; side: 'before' | 'after'; id: number }
 
-  constructor(private readonly sqlite: Database) {}
+/** What each step answers: a count, a page of users, or whether one exists. */
+export type StepAnswer = number | User[] | boolean
 
-  search(request: SearchRequest): SearchResult {
-    const { filters, limit, cursor } = request
-    const where = whereClause(filters)
-    const params = filterParams(filters)
-    const total =
-      this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where.where}`, params)[0]?.n ?? 0
-    if (cursor === undefined) {
-      const rows = this.all<User>(
-        `SELECT ${VIEW_COLUMNS} FROM users${where.where} ORDER BY id LIMIT $limit OFFSET $offset`,
-        { ...params, limit: limit + 1, offset: request.offset },
-      )
-      const data = rows.slice(0, limit)
-      const last = data.at(-1)
-      const prev = request.offset > 0 ? { offset: Math.max(0, request.offset - limit) } : null
-      const next = rows.length > limit && last ? { direction: 'after' as const, id: last.id } : null
-      return { data, total, offset: request.offset, next, prev }
-    }
-    const forward = cursor.direction === 'after'
-    const rows = this.all<User>(
-      forward
-        ? `SELECT ${VIEW_COLUMNS} FROM users WHERE id > $at${where.and} ORDER BY id LIMIT $limit`
-        : `SELECT ${VIEW_COLUMNS} FROM users WHERE id < $at${where.and} ORDER BY id DESC LIMIT $limit`,
-      { ...params, at: cursor.id, limit: limit + 1 },
-    )
-    const more = rows.length > limit
-    const data = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse()
-    const first = data[0]?.id ?? (forward ? cursor.id + 1 : cursor.id)
-    const last = data.at(-1)?.id ?? (forward ? cursor.id : cursor.id - 1)
-    const hasBefore = forward ? this.exists(where, params, 'id < $at', first) : more
-    const hasAfter = forward ? more : this.exists(where, params, 'id > $at', last)
+export function searchFilters(filters: UserFilters): SearchFilters {
+  return {
+    ...(filters.email === undefined ? {} : { emailKey: emailKey(filters.email) }),
+    ...(filters.q === undefined ? {} : { q: filters.q }),
+  }
+}
+
+/**
+ * The v2 list, written once for every database: a generator that yields the reads it needs
+ * and is given their answers, so SQLite runs it synchronously inside one read transaction and
+ * PostgreSQL with awaits inside one snapshot (runSearch, runSearchAsync). A keyset page reads
+ * from the primary key in its direction and never counts the rows before it, so a deep page
+ * costs what the first one does; whether a page exists beyond it is a one-row probe.
+ */
+export function* searchPlan(
+  request: SearchRequest,
+): Generator<SearchStep, SearchResult, StepAnswer> {
+  const { limit, cursor } = request
+  const total = (yield { kind: 'count' }) as number
+  if (cursor === undefined) {
+    const rows = (yield { kind: 'fromOffset', offset: request.offset, limit: limit + 1 }) as User[]
+    const data = rows.slice(0, limit)
+    const last = data.at(-1)
     return {
       data,
       total,
-      offset: null,
-      next: hasAfter ? { direction: 'after', id: last } : null,
-      prev: hasBefore ? { direction: 'before', id: first } : null,
+      offset: request.offset,
+      next: rows.length > limit && last ? { direction: 'after', id: last.id } : null,
+      prev: request.offset > 0 ? { offset: Math.max(0, request.offset - limit) } : null,
     }
   }
-
-  private exists(
-    where: { and: string },
-    params: Record<string, string>,
-    condition: string,
-    at: number,
-  ): boolean {
-    const sql = `SELECT 1 AS found FROM users WHERE ${condition}${where.and} LIMIT 1`
-    return this.all(sql, { ...params, at }).length > 0
-  }
-
-  private all<T>(text: string, params: Record<string, string | number>): T[] {
-    let statement = this.statements.get(text)
-    if (statement === undefined) {
-      statement = this.sqlite.query(text)
-      this.statements.set(text, statement)
-    }
-    return statement.all(params as never) as T[]
+  const forward = cursor.direction === 'after'
+  const rows = (yield {
+    kind: forward ? 'after' : 'before',
+    id: cursor.id,
+    limit: limit + 1,
+  }) as User[]
+  const more = rows.length > limit
+  const data = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse()
+  const first = data[0]?.id ?? (forward ? cursor.id + 1 : cursor.id)
+  const last = data.at(-1)?.id ?? (forward ? cursor.id : cursor.id - 1)
+  const hasBefore = forward
+    ? ((yield { kind: 'exists', side: 'before', id: first }) as boolean)
+    : more
+  const hasAfter = forward ? more : ((yield { kind: 'exists', side: 'after', id: last }) as boolean)
+  return {
+    data,
+    total,
+    offset: null,
+    next: hasAfter ? { direction: 'after', id: last } : null,
+    prev: hasBefore ? { direction: 'before', id: first } : null,
   }
 }
 
-type Statement = ReturnType<Database['query']>
-
-function whereClause(filters: UserFilters): { where: string; and: string } {
-  const conditions: string[] = []
-  if (filters.email !== undefined) conditions.push('email_key = $emailKey')
-  if (filters.q !== undefined) {
-    conditions.push("(name LIKE $pattern ESCAPE '\\' OR email LIKE $pattern ESCAPE '\\')")
-  }
-  const joined = conditions.join(' AND ')
-  return joined === ''
-    ? { where: '', and: '' }
-    : { where: ` WHERE ${joined}`, and: ` AND ${joined}` }
+/** Runs the plan with reads that answer at once (SQLite). */
+export function runSearch(
+  request: SearchRequest,
+  read: (step: SearchStep) => StepAnswer,
+): SearchResult {
+  const plan = searchPlan(request)
+  let step = plan.next()
+  while (!step.done) step = plan.next(read(step.value))
+  return step.value
 }
 
-function filterParams(filters: UserFilters): Record<string, string> {
-  const values: Record<string, string> = {}
-  if (filters.email !== undefined) values.emailKey = emailKey(filters.email)
-  if (filters.q !== undefined) values.pattern = `%${filters.q.replace(/[\\%_]/g, '\\$&')}%`
-  return values
+/** Runs the plan with reads that answer later (PostgreSQL). */
+export async function runSearchAsync(
+  request: SearchRequest,
+  read: (step: SearchStep) => Promise<StepAnswer>,
+): Promise<SearchResult> {
+  const plan = searchPlan(request)
+  let step = plan.next()
+  while (!step.done) step = plan.next(await read(step.value))
+  return step.value
 }

@@ -1,11 +1,23 @@
+import type { CredentialWrites } from '../auth/sessions'
+import { UniqueViolation } from '../db/conflict'
 import type { PageRequest } from '../db/page'
-import type { ExportedUser, NewUser, UserChanges, UserRecord, WriteGuard } from './records'
-import type { User } from './schema'
+import type { Transaction } from '../db/unit'
+import { fieldDetail } from '../errors/details'
+import { conflict } from '../errors/errors'
+import {
+  type ExportedUser,
+  emailKey,
+  type NewUser,
+  type User,
+  type UserChanges,
+  type UserRecord,
+  type WriteGuard,
+} from './records'
 import type { SearchRequest, SearchResult } from './search'
 
 /**
- * The users' writes. Alone, each is a transaction of its own; inside a unit of work
- * (`transaction` of the composition root) they join that unit and see its uncommitted rows.
+ * The users' writes. Alone, each is a transaction of its own; inside a unit of work they join
+ * that unit and see its uncommitted rows.
  *
  * Written for a database without a single writer: `update` and `remove` are conditional on
  * the stored version (If-Match is a compare-and-set, never a read then a write), and email
@@ -20,7 +32,10 @@ export interface UserWrites {
    * password ends every session and token of the user in the same transaction.
    */
   update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord>
-  /** Deletes when the stored version is one the guard accepts; NOT_FOUND, PRECONDITION_FAILED. */
+  /**
+   * Deletes when the stored version is one the guard accepts, and every session and token of
+   * the user with it; NOT_FOUND, PRECONDITION_FAILED.
+   */
   remove(id: number, guard: WriteGuard): Promise<void>
   /** The id of the user with this email (without regard to case). */
   idByEmail(email: string): Promise<number | null>
@@ -60,4 +75,100 @@ export interface UserStore extends UserWrites {
     rows: readonly NewUser[],
     options: { allOrNothing: boolean },
   ): Promise<{ inserted: number; conflicts: number[] }>
+}
+
+/**
+ * The users' writes as a database does them: row operations, in a unit of work or alone. A
+ * unique index that refuses a write throws UniqueViolation; `update` and `remove` lock the row
+ * and check the guard (records.ts checkGuard) before they write.
+ */
+export interface UserWriteRows {
+  insert(input: NewUser): Promise<UserRecord>
+  update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord>
+  remove(id: number, guard: WriteGuard): Promise<void>
+  idByEmailKey(key: string): Promise<number | null>
+}
+
+/** What a database keeps of users: the writes above and the reads, row operations only. */
+export interface UserRows extends UserWriteRows {
+  get(id: number): Promise<UserRecord | null>
+  page(request: PageRequest): Promise<{ data: User[]; total: number }>
+  /** The v2 list: runs search.ts's plan (runSearch) over one snapshot. */
+  search(request: SearchRequest): Promise<SearchResult>
+  count(): Promise<number>
+  byEmailKey(key: string): Promise<{ id: number; passwordHash: string | null } | null>
+  withPasswordHash(
+    userId: number,
+  ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
+  replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
+  emailKeysTaken(keys: readonly string[]): Promise<Set<string>>
+  exportAll(): AsyncIterable<readonly ExportedUser[]>
+  insertMany(
+    rows: readonly NewUser[],
+    options: { allOrNothing: boolean },
+  ): Promise<{ inserted: number; conflicts: number[] }>
+}
+
+/**
+ * The users' rules over a unit of work's rows: a taken email is CONFLICT; a new password or a
+ * deletion ends the user's sessions and tokens in the same unit, on every database alike.
+ */
+export function userWrites(rows: UserWriteRows, credentials: CredentialWrites): UserWrites {
+  return {
+    create: (input) => uniqueEmail(input.email, rows.insert(input)),
+    async update(id, changes, guard) {
+      const user = await uniqueEmail(changes.email, rows.update(id, changes, guard))
+      if (changes.passwordHash !== undefined) await credentials.revokeAllForUser(id)
+      return user
+    },
+    async remove(id, guard) {
+      await rows.remove(id, guard)
+      await credentials.revokeAllForUser(id)
+    },
+    idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
+  }
+}
+
+/**
+ * The users as the app sees them. A write that ends credentials runs as a unit of work; the
+ * others are one statement of their own.
+ */
+export function createUserStore(
+  rows: UserRows,
+  transaction: Transaction<{ users: UserWrites }>,
+): UserStore {
+  return {
+    create: (input) => uniqueEmail(input.email, rows.insert(input)),
+    update: (id, changes, guard) =>
+      changes.passwordHash === undefined
+        ? uniqueEmail(changes.email, rows.update(id, changes, guard))
+        : transaction((tx) => tx.users.update(id, changes, guard)),
+    remove: (id, guard) => transaction((tx) => tx.users.remove(id, guard)),
+    idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
+    get: (id) => rows.get(id),
+    list: (request) => rows.page(request),
+    search: (request) => rows.search(request),
+    count: () => rows.count(),
+    byEmail: (email) => rows.byEmailKey(emailKey(email)),
+    withPasswordHash: (userId) => rows.withPasswordHash(userId),
+    replacePasswordHash: (userId, expected, replacement) =>
+      rows.replacePasswordHash(userId, expected, replacement),
+    emailsTaken: (emails) => rows.emailKeysTaken(emails.map(emailKey)),
+    exportAll: () => rows.exportAll(),
+    insertMany: (batch, options) => rows.insertMany(batch, options),
+  }
+}
+
+/** A unique violation on the folded email is CONFLICT, with a detail for `email`. */
+async function uniqueEmail<T>(email: string | undefined, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (error) {
+    if (error instanceof UniqueViolation) {
+      throw conflict('A user with this email already exists', [
+        fieldDetail('email', 'is already in use', email),
+      ])
+    }
+    throw error
+  }
 }

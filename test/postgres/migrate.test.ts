@@ -3,7 +3,7 @@ import { SQL } from 'bun'
 import { connectPostgres, openPostgres, redactUrl } from '../../src/backends/postgres/connection'
 import { runPgMigrations } from '../../src/backends/postgres/migrate'
 import { embeddedMigrations } from '../../src/backends/postgres/migrations.gen'
-import { createPgUserStore } from '../../src/backends/postgres/users'
+import { createPgUserRows } from '../../src/backends/postgres/users'
 import { DatabaseOpenError } from '../../src/db/errors'
 import { freshDatabase } from '../helpers/postgres'
 
@@ -80,7 +80,7 @@ describe('PostgreSQL migrations', () => {
         SELECT data_type, datetime_precision FROM information_schema.columns
         WHERE table_name = 'users' AND column_name = 'created_at'`
       expect(column).toEqual({ data_type: 'timestamp with time zone', datetime_precision: 3 })
-      const user = await createPgUserStore(sql, () => new Date()).get(1)
+      const user = await createPgUserRows(sql, () => new Date()).get(1)
       expect(user).toMatchObject({
         created_at: '2026-01-02T03:04:05.678Z',
         updated_at: '2026-11-24T00:00:00.001Z',

@@ -2,17 +2,17 @@ import type { SQL } from 'bun'
 import type { Config } from '../../config'
 import type { Transaction } from '../../db/unit'
 import { withinMs } from '../../timers'
-import type { Backend, UnitStores } from '../backend'
-import { createPgApiKeyStore } from './api-keys'
+import type { Backend, UnitRows } from '../backend'
+import { createPgApiKeyRows } from './api-keys'
 import { connectPostgres, openPostgres, redactUrl } from './connection'
 import { createPgIdempotencyStore } from './idempotency'
 import { createPgWebhookInbox } from './inbox'
 import { PgLoginFailures } from './login-failures'
 import { runPgMigrations } from './migrate'
 import { createPgPendingObjects } from './pending-objects'
-import { createPgCredentialStore } from './sessions'
+import { createPgCredentialRows } from './sessions'
 import { createPgUploadRecords } from './uploads'
-import { createPgUserStore } from './users'
+import { createPgUserRows } from './users'
 
 /** Connections each instance keeps open at most. */
 const POOL_SIZE = 10
@@ -37,15 +37,17 @@ export async function openPostgresBackend(
   try {
     const version = await connectPostgres(db, config.databaseUrl)
     const { applied: migrated } = await runPgMigrations(pool)
-    const users = createPgUserStore(pool, now)
+    const users = createPgUserRows(pool, now)
+    const credentials = createPgCredentialRows(pool)
     const idempotency = await createPgIdempotencyStore(pool, clock)
     const inbox = createPgWebhookInbox(pool, now)
-    const transaction: Transaction<UnitStores> = (work) => {
+    const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
         .begin((tx) =>
           work({
             users: users.inUnit(tx),
+            credentials: credentials.inUnit(tx),
             idempotency: idempotency.inUnit(tx),
             inbox: inbox.inUnit(tx),
           }),
@@ -61,8 +63,8 @@ export async function openPostgresBackend(
       shared: true,
       users,
       idempotency,
-      credentials: createPgCredentialStore(pool, clock),
-      apiKeys: createPgApiKeyStore(pool, now),
+      credentials,
+      apiKeys: createPgApiKeyRows(pool),
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,
       inbox,

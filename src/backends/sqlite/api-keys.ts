@@ -1,19 +1,10 @@
-import {
-  API_KEY_PREFIX,
-  type ApiKeyStore,
-  type ApiKeyView,
-  type CreatedApiKey,
-  KEY_FAMILY,
-  LAST_USED_RESOLUTION_MS,
-  SHOWN_PREFIX_LENGTH,
-} from '../../auth/api-keys'
-import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import { type ApiKeyRows, type ApiKeyView, KEY_FAMILY } from '../../auth/api-keys'
 import type { PageRequest } from '../../db/page'
 import type { Store } from './connection'
 import { settle } from './settle'
 
-/** API keys in SQLite (see ApiKeyStore). */
-export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeyStore {
+/** API keys in SQLite: reads on the reader, writes through the group commit. */
+export function createSqliteApiKeyRows(store: Store): ApiKeyRows {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const columns = 'id, name, prefix, created_at, last_used_at, parent_id'
@@ -43,41 +34,21 @@ export function createSqliteApiKeyStore(store: Store, now: () => Date): ApiKeySt
   }))
 
   return {
-    async create(name: string, parentId: number | null = null): Promise<CreatedApiKey> {
-      const key = newSecret(API_KEY_PREFIX)
-      const row = (await writes.run(() =>
-        insert.get(
-          name,
-          key.slice(0, SHOWN_PREFIX_LENGTH),
-          sha256Hex(key),
-          now().toISOString(),
-          parentId,
-        ),
-      )) as ApiKeyView
-      return { id: row.id, name: row.name, prefix: row.prefix, key, created_at: row.created_at }
+    insert: (row) =>
+      writes.run(
+        () =>
+          insert.get(row.name, row.prefix, row.keyHash, row.createdAt, row.parentId) as ApiKeyView,
+      ),
+    findActive: (keyHash) => settle(() => byHash.get(keyHash)),
+    async touch(id, at) {
+      await writes.run(() => touch.run(at, id))
     },
-
-    list: (request) => settle(() => readPage(request)),
-
-    async revoke(id: number): Promise<boolean> {
-      return await writes.run(() => {
+    page: (request) => settle(() => readPage(request)),
+    revokeFamily: (id, at) =>
+      writes.run(() => {
         if (isActive.get(id) === null) return false
-        revokeFamily.run(id, now().toISOString())
+        revokeFamily.run(id, at)
         return true
-      })
-    },
-
-    authenticate: (key) =>
-      settle(() => {
-        if (!looksLikeSecret(key, API_KEY_PREFIX)) return null
-        const row = byHash.get(sha256Hex(key))
-        if (row === null) return null
-        const at = now()
-        const last = row.last_used_at === null ? 0 : Date.parse(row.last_used_at)
-        if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
-          writes.defer(() => touch.run(at.toISOString(), row.id))
-        }
-        return { id: row.id, name: row.name }
       }),
   }
 }

@@ -4,8 +4,8 @@ import type { Config } from '../../config'
 import { DatabaseOpenError } from '../../db/errors'
 import type { Transaction } from '../../db/unit'
 import type { Logger } from '../../log'
-import type { Backend, UnitStores } from '../backend'
-import { createSqliteApiKeyStore } from './api-keys'
+import type { Backend, UnitRows } from '../backend'
+import { createSqliteApiKeyRows } from './api-keys'
 import {
   DatabaseLostError,
   fileIdentityGuard,
@@ -16,9 +16,9 @@ import {
 import { createSqliteIdempotencyStore } from './idempotency'
 import { createSqliteWebhookInbox } from './inbox'
 import { runMigrations } from './migrate'
-import { createSqliteCredentialStore } from './sessions'
+import { createSqliteCredentialRows } from './sessions'
 import { createSqliteUploadRecords } from './uploads'
-import { createSqliteUserStore } from './users'
+import { createSqliteUserRows } from './users'
 import { WriteQueue } from './write-queue'
 
 /**
@@ -60,18 +60,18 @@ export function openSqliteBackend(
   // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
   const ping = db.$client.query('SELECT count(*) FROM __drizzle_migrations')
   const idempotency = createSqliteIdempotencyStore(store, clock)
-  const credentials = createSqliteCredentialStore(store, clock)
-  const users = createSqliteUserStore(store, now, {
-    onPasswordChange: credentials.revokeAllForUserInWrite,
-  })
+  const credentials = createSqliteCredentialRows(store)
+  const users = createSqliteUserRows(store, now)
   const uploadRecords = createSqliteUploadRecords(store, now)
   const inbox = createSqliteWebhookInbox(store, now)
-  const unitStores: UnitStores = {
+  // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
+  const unitRows: UnitRows = {
     users: users.inUnit,
+    credentials: credentials.inUnit,
     idempotency: idempotency.inUnit,
     inbox: inbox.inUnit,
   }
-  const transaction: Transaction<UnitStores> = (work) => writes.runUnit(() => work(unitStores))
+  const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
     description: `SQLite ${dbPath}`,
     migrated,
@@ -79,7 +79,7 @@ export function openSqliteBackend(
     users,
     idempotency,
     credentials,
-    apiKeys: createSqliteApiKeyStore(store, now),
+    apiKeys: createSqliteApiKeyRows(store),
     // One process per file: failed sign-ins live in memory.
     loginFailures: new MemoryLoginFailures(),
     uploadRecords,

@@ -1,16 +1,4 @@
-import {
-  ACCESS_TOKEN_PREFIX,
-  ACCESS_TOKEN_TTL_MS,
-  type CredentialStore,
-  type IssuedLogin,
-  SESSION_PREFIX,
-  SESSION_RENEW_INTERVAL_MS,
-  SESSION_TTL_MS,
-  type SessionState,
-  type SignedInUser,
-  withoutExpiry,
-} from '../../auth/sessions'
-import { looksLikeSecret, newSecret, sha256Hex } from '../../auth/tokens'
+import type { CredentialRows, CredentialWrites, FoundCredential } from '../../auth/sessions'
 import type { Store } from './connection'
 import { settle } from './settle'
 
@@ -22,17 +10,13 @@ const withUser = (table: string) =>
      (SELECT expires_at FROM ${table} WHERE id = ?1) AS expires_at
    FROM users u WHERE u.id = (SELECT user_id FROM ${table} WHERE id = ?1)`
 
-/** The SQLite credential store, and the revocation a password change runs inside its write. */
-export interface SqliteCredentialStore extends CredentialStore {
-  /** Ends every session and token of a user; synchronous, inside the caller's write. */
-  revokeAllForUserInWrite(userId: number): void
-}
-
-/** Sessions and access tokens in SQLite (see CredentialStore). */
-export function createSqliteCredentialStore(
-  store: Store,
-  now: () => number,
-): SqliteCredentialStore {
+/**
+ * Sessions and access tokens in SQLite: reads on the reader (committed rows), writes through
+ * the group commit; `inUnit` ends a user's credentials inside a unit of work's savepoint.
+ */
+export function createSqliteCredentialRows(store: Store): CredentialRows & {
+  readonly inUnit: CredentialWrites
+} {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const insertSession = sqlite.query(
@@ -41,13 +25,11 @@ export function createSqliteCredentialStore(
   const insertToken = sqlite.query(
     'INSERT INTO access_tokens (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
   )
-  const findSession = reader.query<SignedInUser & { expires_at: number }, [string]>(
-    withUser('sessions'),
+  const findSession = reader.query<FoundCredential, [string]>(withUser('sessions'))
+  const findToken = reader.query<FoundCredential, [string]>(withUser('access_tokens'))
+  const extendSession = sqlite.query(
+    'UPDATE sessions SET expires_at = max(expires_at, ?) WHERE id = ?',
   )
-  const findToken = reader.query<SignedInUser & { expires_at: number }, [string]>(
-    withUser('access_tokens'),
-  )
-  const extendSession = sqlite.query('UPDATE sessions SET expires_at = ? WHERE id = ?')
   const deleteSession = sqlite.query('DELETE FROM sessions WHERE id = ?')
   const deleteToken = sqlite.query('DELETE FROM access_tokens WHERE id = ?')
   const deleteUserSessions = sqlite.query('DELETE FROM sessions WHERE user_id = ?')
@@ -56,64 +38,30 @@ export function createSqliteCredentialStore(
   const purgeTokens = sqlite.query('DELETE FROM access_tokens WHERE expires_at <= ?')
 
   return {
-    async issue(userId: number): Promise<IssuedLogin> {
-      const sessionToken = newSecret(SESSION_PREFIX)
-      const accessToken = newSecret(ACCESS_TOKEN_PREFIX)
-      const at = now()
+    inUnit: {
+      revokeAllForUser: (userId) =>
+        settle(() => {
+          deleteUserSessions.run(userId)
+          deleteUserTokens.run(userId)
+        }),
+    },
+    async insertLogin(session, token) {
       await writes.run(() => {
-        insertSession.run(sha256Hex(sessionToken), userId, at, at + SESSION_TTL_MS)
-        insertToken.run(sha256Hex(accessToken), userId, at, at + ACCESS_TOKEN_TTL_MS)
+        insertSession.run(session.id, session.userId, session.createdAt, session.expiresAt)
+        insertToken.run(token.id, token.userId, token.createdAt, token.expiresAt)
       })
-      return { sessionToken, accessToken }
     },
-
-    async useSession(token: string): Promise<SessionState | null> {
-      if (!looksLikeSecret(token, SESSION_PREFIX)) return null
-      const id = sha256Hex(token)
-      const row = findSession.get(id)
-      const at = now()
-      if (row === null) return null
-      // Housekeeping nobody waits for: it joins the next group commit.
-      if (row.expires_at <= at) {
-        writes.defer(() => deleteSession.run(id))
-        return null
-      }
-      const user = withoutExpiry(row)
-      if (row.expires_at - at >= SESSION_TTL_MS - SESSION_RENEW_INTERVAL_MS) {
-        return { user, renewed: false }
-      }
-      // The renewed cookie is a promise about the stored expiry: it waits for the write.
-      const renewed = await writes
-        .run(() => extendSession.run(at + SESSION_TTL_MS, id))
-        .then(
-          () => true,
-          () => false,
-        )
-      return { user, renewed }
+    findSession: (id) => settle(() => findSession.get(id)),
+    findAccessToken: (id) => settle(() => findToken.get(id)),
+    extendSession: (id, expiresAt) =>
+      writes.run(() => extendSession.run(expiresAt, id).changes > 0),
+    async deleteSession(id) {
+      await writes.run(() => deleteSession.run(id))
     },
-
-    useAccessToken: (token) =>
-      settle(() => {
-        if (!looksLikeSecret(token, ACCESS_TOKEN_PREFIX)) return null
-        const row = findToken.get(sha256Hex(token))
-        return row !== null && row.expires_at > now() ? withoutExpiry(row) : null
-      }),
-
-    async revokeSession(token: string): Promise<void> {
-      await writes.run(() => deleteSession.run(sha256Hex(token)))
+    async deleteAccessToken(id) {
+      await writes.run(() => deleteToken.run(id))
     },
-
-    async revokeAccessToken(token: string): Promise<void> {
-      await writes.run(() => deleteToken.run(sha256Hex(token)))
-    },
-
-    revokeAllForUserInWrite(userId: number): void {
-      deleteUserSessions.run(userId)
-      deleteUserTokens.run(userId)
-    },
-
-    async purgeExpired(): Promise<void> {
-      const at = now()
+    async deleteExpired(at) {
       await writes.run(() => {
         purgeSessions.run(at)
         purgeTokens.run(at)

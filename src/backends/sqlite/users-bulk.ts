@@ -1,7 +1,8 @@
 import { Database } from 'bun:sqlite'
-import { EXPORT_SQL, type ExportedUser, emailKey, type NewUser } from '../../users/records'
-import type { UserStore } from '../../users/store'
+import { type ExportedUser, emailKey, type NewUser } from '../../users/records'
+import type { UserRows } from '../../users/store'
 import type { Store } from './connection'
+import { isUniqueViolation } from './errors'
 import { settle } from './settle'
 
 /** Users per batch of an export. */
@@ -9,7 +10,10 @@ const EXPORT_BATCH = 500
 
 const ROLLBACK = Symbol('rollback')
 
-type BulkPart = Pick<UserStore, 'emailsTaken' | 'exportAll' | 'insertMany'>
+type BulkPart = Pick<UserRows, 'emailKeysTaken' | 'exportAll' | 'insertMany'>
+
+const EXPORT_SQL =
+  'SELECT id, name, email, created_at, updated_at, password_hash FROM users ORDER BY id'
 
 /**
  * Users in bulk, for import and export (the CLI's, and GET /users/export): statements of their
@@ -28,11 +32,10 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
 
   return {
-    emailsTaken: (emails) =>
+    emailKeysTaken: (keys) =>
       settle(() => {
-        if (emails.length === 0) return new Set<string>()
-        const keys = JSON.stringify(emails.map(emailKey))
-        return new Set(takenKeys.all(keys).map((row) => row.email_key))
+        if (keys.length === 0) return new Set<string>()
+        return new Set(takenKeys.all(JSON.stringify(keys)).map((row) => row.email_key))
       }),
 
     /**
@@ -77,7 +80,7 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
                 )
                 inserted += 1
               } catch (error) {
-                if ((error as { code?: string }).code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error
+                if (!isUniqueViolation(error)) throw error
                 conflicts.push(index)
               }
             })

@@ -1,27 +1,34 @@
+import type { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { PageRequest } from '../../db/page'
-import { fieldDetail } from '../../errors/details'
-import { conflict } from '../../errors/errors'
 import {
   type Clock,
   checkGuard,
   emailKey,
   type GuardedRow,
   type NewUser,
-  RECORD_COLUMNS,
+  type User,
   type UserChanges,
   type UserRecord,
-  VIEW_COLUMNS,
   type WriteGuard,
 } from '../../users/records'
-import type { User } from '../../users/schema'
-import { FilteredQueries, type SearchRequest } from '../../users/search'
-import type { UserStore, UserWrites } from '../../users/store'
+import {
+  runSearch,
+  type SearchFilters,
+  type SearchStep,
+  type StepAnswer,
+  searchFilters,
+} from '../../users/search'
+import type { UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
+import { neutralUnique } from './errors'
 import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
+
+const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
+const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
 
 // The same columns for drizzle's RETURNING on writes.
 const recordColumns = {
@@ -33,24 +40,17 @@ const recordColumns = {
   version: users.version,
 }
 
-/** The SQLite users store, and its writes as a unit of work sees them. */
-export interface SqliteUserStore extends UserStore {
-  readonly inUnit: UserWrites
-}
-
 /**
  * Users in SQLite. Every per-request query is prepared once here. Reads use the reader
- * connection (committed data only). `create`, `update` and `remove` go through the group
- * commit and settle once their write is durable; `inUnit` holds the same writes for a unit of
- * work, which already runs inside it: they read on the writer, so they see the unit's own
- * uncommitted rows. With one writer, If-Match's compare-and-set is a read and a write in one
- * savepoint.
+ * connection (committed data only). Writes go through the group commit and settle once
+ * durable; `inUnit` holds the same writes for a unit of work, which already runs inside it:
+ * they read on the writer, so they see the unit's own uncommitted rows. With one writer,
+ * If-Match's compare-and-set is a read and a write in one savepoint.
  */
-export function createSqliteUserStore(
+export function createSqliteUserRows(
   store: Store,
   now: Clock,
-  hooks: { onPasswordChange?: (userId: number) => void } = {},
-): SqliteUserStore {
+): UserRows & { readonly inUnit: UserWriteRows } {
   const { db, writes } = store
   const sqlite = store.reader
   const writer = db.$client
@@ -116,89 +116,72 @@ export function createSqliteUserStore(
     .delete(users)
     .where(eq(users.id, sql.placeholder('id')))
     .prepare()
-  const filtered = new FilteredQueries(sqlite)
-  const readSearch = sqlite.transaction((request: SearchRequest) => filtered.search(request))
+  const searches = new SearchStatements(sqlite)
+  const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
+    const filters = searchFilters(request.filters)
+    return runSearch(request, (step) => searches.read(filters, step))
+  })
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
 
-  function requireGuarded(id: number, guard: WriteGuard): UserRecord {
-    return checkGuard(currentById.get(id), guard)
-  }
-
-  function writeChanges(id: number, changes: UserChanges): UserRecord {
-    return uniqueEmail(changes.email, () =>
-      update.get({
-        id,
-        name: changes.name?.trim() ?? null,
-        email: changes.email ?? null,
-        emailKey: changes.email === undefined ? null : emailKey(changes.email),
-        passwordHash: changes.passwordHash ?? null,
-        at: now().toISOString(),
-      }),
-    ) as UserRecord
-  }
-
   /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
   const inWrite = {
-    /** Creates a user; CONFLICT when the email is taken (without regard to case). */
-    create(input: NewUser): UserRecord {
-      const at = now().toISOString()
-      return uniqueEmail(input.email, () =>
-        insert.get({
-          name: input.name.trim(),
-          email: input.email,
-          emailKey: emailKey(input.email),
-          passwordHash: input.passwordHash,
-          at,
-        }),
-      ) as UserRecord
+    insert(input: NewUser): UserRecord {
+      return neutralUnique(
+        () =>
+          insert.get({
+            name: input.name.trim(),
+            email: input.email,
+            emailKey: emailKey(input.email),
+            passwordHash: input.passwordHash,
+            at: now().toISOString(),
+          }) as UserRecord,
+      )
     },
 
-    /**
-     * Applies changes after checking If-Match and echoed fields; NOT_FOUND, PRECONDITION_FAILED,
-     * CONFLICT. A new password ends every session and token of the user in the same transaction.
-     */
     update(id: number, changes: UserChanges, guard: WriteGuard): UserRecord {
       return transaction(() => {
-        requireGuarded(id, guard)
-        const updated = writeChanges(id, changes)
-        if (changes.passwordHash !== undefined) hooks.onPasswordChange?.(id)
-        return updated
+        checkGuard(currentById.get(id), guard)
+        return neutralUnique(
+          () =>
+            update.get({
+              id,
+              name: changes.name?.trim() ?? null,
+              email: changes.email ?? null,
+              emailKey: changes.email === undefined ? null : emailKey(changes.email),
+              passwordHash: changes.passwordHash ?? null,
+              at: now().toISOString(),
+            }) as UserRecord,
+        )
       })
     },
 
-    /** Deletes after checking If-Match; NOT_FOUND, PRECONDITION_FAILED. */
     remove(id: number, guard: WriteGuard): void {
       transaction(() => {
-        requireGuarded(id, guard)
+        checkGuard(currentById.get(id), guard)
         remove.run({ id })
       })
-    },
-
-    /** The id of the user with this email (without regard to case), seeing uncommitted rows. */
-    idByEmail(email: string): number | null {
-      return currentByEmailKey.get(emailKey(email))?.id ?? null
     },
   }
 
   return {
     inUnit: {
-      create: (input) => settle(() => inWrite.create(input)),
+      insert: (input) => settle(() => inWrite.insert(input)),
       update: (id, changes, guard) => settle(() => inWrite.update(id, changes, guard)),
       remove: (id, guard) => settle(() => inWrite.remove(id, guard)),
-      idByEmail: (email) => settle(() => inWrite.idByEmail(email)),
+      idByEmailKey: (key) => settle(() => currentByEmailKey.get(key)?.id ?? null),
     },
-    create: (input) => writes.run(() => inWrite.create(input)),
+    insert: (input) => writes.run(() => inWrite.insert(input)),
     update: (id, changes, guard) => writes.run(() => inWrite.update(id, changes, guard)),
     remove: (id, guard) => writes.run(() => inWrite.remove(id, guard)),
-    idByEmail: (email) => settle(() => byEmailKey.get(emailKey(email))?.id ?? null),
+    idByEmailKey: (key) => settle(() => byEmailKey.get(key)?.id ?? null),
     get: (id) => settle(() => byId.get(id)),
-    list: (request) => settle(() => readPage(request)),
+    page: (request) => settle(() => readPage(request)),
     search: (request) => settle(() => readSearch(request)),
     count: () => settle(() => total.get()?.n ?? 0),
-    byEmail: (email) =>
+    byEmailKey: (key) =>
       settle(() => {
-        const row = byEmailKey.get(emailKey(email))
+        const row = byEmailKey.get(key)
         return row === null ? null : { id: row.id, passwordHash: row.password_hash }
       }),
     withPasswordHash: (userId) =>
@@ -215,15 +198,68 @@ export function createSqliteUserStore(
   }
 }
 
-function uniqueEmail<T>(email: string | undefined, write: () => T): T {
-  try {
-    return write()
-  } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-      throw conflict('A user with this email already exists', [
-        fieldDetail('email', 'is already in use', email),
-      ])
+type Statement = ReturnType<Database['query']>
+
+/**
+ * The v2 list's statements, one per combination of filters and read, prepared on first use and
+ * kept: the reads users/search.ts's plan asks for.
+ */
+class SearchStatements {
+  private readonly statements = new Map<string, Statement>()
+
+  constructor(private readonly sqlite: Database) {}
+
+  read(filters: SearchFilters, step: SearchStep): StepAnswer {
+    const { where, and, params } = filterSql(filters)
+    switch (step.kind) {
+      case 'count':
+        return this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where}`, params)[0]?.n ?? 0
+      case 'fromOffset':
+        return this.all<User>(
+          `SELECT ${VIEW_COLUMNS} FROM users${where} ORDER BY id LIMIT $limit OFFSET $offset`,
+          { ...params, limit: step.limit, offset: step.offset },
+        )
+      case 'after':
+        return this.all<User>(
+          `SELECT ${VIEW_COLUMNS} FROM users WHERE id > $at${and} ORDER BY id LIMIT $limit`,
+          { ...params, at: step.id, limit: step.limit },
+        )
+      case 'before':
+        return this.all<User>(
+          `SELECT ${VIEW_COLUMNS} FROM users WHERE id < $at${and} ORDER BY id DESC LIMIT $limit`,
+          { ...params, at: step.id, limit: step.limit },
+        )
+      case 'exists': {
+        const comparison = step.side === 'before' ? '<' : '>'
+        const sql = `SELECT 1 AS found FROM users WHERE id ${comparison} $at${and} LIMIT 1`
+        return this.all(sql, { ...params, at: step.id }).length > 0
+      }
     }
-    throw error
   }
+
+  private all<T>(text: string, params: Record<string, string | number>): T[] {
+    let statement = this.statements.get(text)
+    if (statement === undefined) {
+      statement = this.sqlite.query(text)
+      this.statements.set(text, statement)
+    }
+    return statement.all(params as never) as T[]
+  }
+}
+
+function filterSql(filters: SearchFilters) {
+  const conditions: string[] = []
+  const params: Record<string, string> = {}
+  if (filters.emailKey !== undefined) {
+    conditions.push('email_key = $emailKey')
+    params.emailKey = filters.emailKey
+  }
+  if (filters.q !== undefined) {
+    conditions.push("(name LIKE $pattern ESCAPE '\\' OR email LIKE $pattern ESCAPE '\\')")
+    params.pattern = `%${filters.q.replace(/[\\%_]/g, '\\$&')}%`
+  }
+  const joined = conditions.join(' AND ')
+  return joined === ''
+    ? { where: '', and: '', params }
+    : { where: ` WHERE ${joined}`, and: ` AND ${joined}`, params }
 }

@@ -1,0 +1,16 @@
+import { UniqueViolation } from '../../db/conflict'
+
+/** Whether SQLite refused a write for a unique index. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE'
+}
+
+/** `write`, with SQLite's unique-index refusal said as the backend-neutral UniqueViolation. */
+export function neutralUnique<T>(write: () => T): T {
+  try {
+    return write()
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new UniqueViolation()
+    throw error
+  }
+}

@@ -1,0 +1,243 @@
+import { describe, expect, test } from 'bun:test'
+import { codeOf, twoInstances } from '../helpers/stores'
+
+// The users store's contract: the same cases on SQLite (npm test) and on PostgreSQL with two
+// instances (npm run test:postgres). See test/helpers/stores.ts.
+
+describe('users store contract (two instances where the backend is shared)', () => {
+  test('two PUTs with the same If-Match, one on each instance: exactly one wins, the other is 412', async () => {
+    await using env = await twoInstances()
+    for (let round = 0; round < 10; round++) {
+      const user = await env.a.users.create({
+        name: 'Ada',
+        email: `ada${round}@example.com`,
+        passwordHash: null,
+      })
+      const outcomes = await Promise.allSettled([
+        env.a.users.update(user.id, { name: 'From A' }, { versions: [user.version] }),
+        env.b.users.update(user.id, { name: 'From B' }, { versions: [user.version] }),
+      ])
+      expect(outcomes.map(codeOf).sort()).toEqual(['PRECONDITION_FAILED', 'ok'])
+      const stored = await env.b.users.get(user.id)
+      expect(stored?.version).toBe(user.version + 1)
+    }
+  })
+
+  test('the same email in another case, created on both at once: one user, one CONFLICT', async () => {
+    await using env = await twoInstances()
+    for (let round = 0; round < 10; round++) {
+      const outcomes = await Promise.allSettled([
+        env.a.users.create({ name: 'A', email: `Grace${round}@Example.com`, passwordHash: null }),
+        env.b.users.create({ name: 'B', email: `grace${round}@example.COM`, passwordHash: null }),
+      ])
+      expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
+    }
+    expect(await env.a.users.count()).toBe(10)
+  })
+
+  test('a DELETE racing a PUT with the same If-Match: one of them, never both', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Lin',
+      email: 'lin@example.com',
+      passwordHash: null,
+    })
+    const outcomes = await Promise.allSettled([
+      env.a.users.remove(user.id, { versions: [user.version] }),
+      env.b.users.update(user.id, { name: 'Late' }, { versions: [user.version] }),
+    ])
+    const codes = outcomes.map(codeOf)
+    expect(codes.filter((code) => code === 'ok')).toHaveLength(1)
+    expect(
+      codes.filter((code) => code === 'PRECONDITION_FAILED' || code === 'NOT_FOUND'),
+    ).toHaveLength(1)
+  })
+
+  test('reads: get, a page with its total, sign-in lookups', async () => {
+    await using env = await twoInstances()
+    for (let i = 1; i <= 5; i++) {
+      await env.a.users.create({
+        name: ` User ${i} `,
+        email: `u${i}@Example.com`,
+        passwordHash: i === 1 ? 'hash' : null,
+      })
+    }
+    const page = await env.b.users.list({ limit: 2, offset: 2 })
+    expect(page.total).toBe(5)
+    expect(page.data.map((user) => user.name)).toEqual(['User 3', 'User 4'])
+    expect(Object.keys(page.data[0] as object).sort()).toEqual([
+      'created_at',
+      'email',
+      'id',
+      'name',
+      'updated_at',
+    ])
+    expect(await env.b.users.list({ limit: 2, offset: 10 })).toEqual({ data: [], total: 5 })
+    expect(await env.b.users.byEmail('U1@EXAMPLE.COM')).toEqual({ id: 1, passwordHash: 'hash' })
+    expect((await env.b.users.withPasswordHash(1))?.passwordHash).toBe('hash')
+    expect(await env.b.users.get(99)).toBeNull()
+    expect(await env.b.users.idByEmail('u2@example.com')).toBe(2)
+    expect(await env.b.users.emailsTaken(['U3@example.com', 'nobody@example.com'])).toEqual(
+      new Set(['u3@example.com']),
+    )
+  })
+
+  test('a new password ends the user’s sessions and tokens in the same transaction', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Sam',
+      email: 'sam@example.com',
+      passwordHash: 'old',
+    })
+    const issued = await env.a.credentials.issue(user.id)
+    await env.b.users.update(user.id, { passwordHash: 'new' }, { versions: null })
+    expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
+    expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+  })
+
+  test('a name change leaves them; a deletion ends them', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Al',
+      email: 'al@example.com',
+      passwordHash: 'h',
+    })
+    const issued = await env.a.credentials.issue(user.id)
+    await env.b.users.update(user.id, { name: 'Albert' }, { versions: null })
+    expect((await env.a.credentials.useSession(issued.sessionToken))?.user.name).toBe('Albert')
+    await env.b.users.remove(user.id, { versions: null })
+    expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
+    expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+  })
+
+  test('inside a unit of work a password change revokes too, and a failing unit keeps both', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Bo',
+      email: 'bo@example.com',
+      passwordHash: 'h',
+    })
+    const issued = await env.a.credentials.issue(user.id)
+    await expect(
+      env.b.transaction(async (tx) => {
+        await tx.users.update(user.id, { passwordHash: 'new' }, { versions: null })
+        throw new Error('the unit fails after the write')
+      }),
+    ).rejects.toThrow('the unit fails')
+    expect((await env.a.users.withPasswordHash(user.id))?.passwordHash).toBe('h')
+    expect(await env.a.credentials.useSession(issued.sessionToken)).not.toBeNull()
+    await env.b.transaction((tx) =>
+      tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }),
+    )
+    expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
+  })
+
+  test('If-Match, echo and missing rows', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Eve',
+      email: 'eve@example.com',
+      passwordHash: null,
+    })
+    await expect(
+      env.a.users.update(user.id, { name: 'x' }, { versions: [user.version + 5] }),
+    ).rejects.toMatchObject({ errorCode: 'PRECONDITION_FAILED' })
+    await expect(
+      env.a.users.update(user.id, { name: 'x' }, { versions: null, echo: { id: user.id + 1 } }),
+    ).rejects.toMatchObject({ errorCode: 'VALIDATION_ERROR' })
+    await expect(env.a.users.remove(999, { versions: null })).rejects.toMatchObject({
+      errorCode: 'NOT_FOUND',
+    })
+    const other = await env.a.users.create({
+      name: 'Mo',
+      email: 'mo@example.com',
+      passwordHash: null,
+    })
+    await expect(
+      env.b.users.update(other.id, { email: 'EVE@example.com' }, { versions: null }),
+    ).rejects.toMatchObject({ errorCode: 'CONFLICT' })
+    expect((await env.a.users.get(user.id))?.version).toBe(1)
+  })
+
+  test('export reads one snapshot in batches; import reports conflicts, all or nothing on request', async () => {
+    await using env = await twoInstances()
+    const rows = Array.from({ length: 2500 }, (_, i) => ({
+      name: `N${i}`,
+      email: `n${i}@example.com`,
+      passwordHash: null,
+    }))
+    expect(await env.a.users.insertMany(rows, { allOrNothing: false })).toEqual({
+      inserted: 2500,
+      conflicts: [],
+    })
+    const again = [
+      { name: 'New', email: 'fresh@example.com', passwordHash: null },
+      rows[0] as (typeof rows)[0],
+    ]
+    expect(await env.a.users.insertMany(again, { allOrNothing: true })).toEqual({
+      inserted: 0,
+      conflicts: [1],
+    })
+    expect(await env.a.users.idByEmail('fresh@example.com')).toBeNull()
+    const batches: number[] = []
+    let seen = 0
+    for await (const batch of env.b.users.exportAll()) {
+      if (batches.length === 0)
+        await env.a.users.create({
+          name: 'During',
+          email: 'during@example.com',
+          passwordHash: null,
+        })
+      batches.push(batch.length)
+      seen += batch.length
+    }
+    // In batches (each backend picks their size), and from one snapshot: the user created
+    // while the export ran is not in it.
+    expect(batches.length).toBeGreaterThan(1)
+    expect(seen).toBe(2500)
+  })
+})
+
+describe('users store contract: the v2 search', () => {
+  test('filters, offsets and cursors both ways', async () => {
+    await using env = await twoInstances()
+    for (let i = 1; i <= 30; i++) {
+      const name = i % 3 === 0 ? `Team_${i}` : `Solo ${i}`
+      await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null })
+    }
+    const first = await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'team_' } })
+    expect(first.total).toBe(10)
+    expect(first.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
+    expect(first.next).toEqual({ direction: 'after', id: 12 })
+    expect(first.prev).toBeNull()
+    // `_` is literal, not a wildcard: "Solo 1_" matches nothing.
+    expect((await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'o_1' } })).total).toBe(0)
+    const second = await env.b.users.search({
+      limit: 4,
+      offset: 0,
+      cursor: { direction: 'after', id: 12 },
+      filters: { q: 'TEAM' },
+    })
+    expect(second.data.map((user) => user.id)).toEqual([15, 18, 21, 24])
+    expect(second.prev).toEqual({ direction: 'before', id: 15 })
+    expect(second.offset).toBeNull()
+    const back = await env.b.users.search({
+      limit: 4,
+      offset: 0,
+      cursor: { direction: 'before', id: 15 },
+      filters: { q: 'team' },
+    })
+    expect(back.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
+    expect(back.prev).toBeNull()
+    const last = await env.b.users.search({ limit: 4, offset: 8, filters: { q: 'team' } })
+    expect(last.data.map((user) => user.id)).toEqual([27, 30])
+    expect(last.next).toBeNull()
+    expect(last.prev).toEqual({ offset: 4 })
+    const byEmail = await env.b.users.search({
+      limit: 5,
+      offset: 0,
+      filters: { email: 'P7@EXAMPLE.com' },
+    })
+    expect(byEmail.data.map((user) => user.id)).toEqual([7])
+  })
+})
