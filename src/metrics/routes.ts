@@ -24,11 +24,12 @@ export function metricsRoutes(
     {
       ...(isProtected ? { auth: { schemes: ['apiKey' as const] } } : {}),
       detail: {
-        ...(isProtected ? { security: [{ apiKeyHeader: [] }, { bearerApiKey: [] }] } : {}),
+        // One document for both modes: anonymous is allowed only while /users is open.
+        security: [{}, { apiKeyHeader: [] }, { bearerApiKey: [] }],
         tags: ['operations'],
         summary: 'Metrics (Prometheus text format 0.0.4)',
         description:
-          'roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".',
+          'Open while /users is open; in protected mode it needs an API key, as X-API-Key or as Authorization: Bearer (what Prometheus sends). roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".',
         responses: {
           200: {
             description: 'The metrics',

@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * Metrics (Prometheus text format 0.0.4)
-         * @description roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".
+         * @description Open while /users is open; in protected mode it needs an API key, as X-API-Key or as Authorization: Bearer (what Prometheus sends). roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".
          */
         get: operations["getMetrics"];
         put?: never;

@@ -168,7 +168,8 @@ describe('faults behind the balancer', () => {
       // (0) the connection closed without an answer; it may retry (see README).
       const statuses = new Set(answers.map((answer) => answer.status))
       for (const status of statuses) expect([0, 200, 502, 503]).toContain(status)
-      expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(count / 2)
+      // The load reached the instances (without retries, a kill costs the requests at it).
+      expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(count / 4)
     })
   }
 
