@@ -1,12 +1,11 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { SQL } from 'bun'
 import { type ApiKeyStore, createApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
-import type { Backend, SqliteParts, UnitRows } from './backends/backend'
+import type { Backend, UnitRows } from './backends/backend'
 import { openPostgresBackend } from './backends/postgres/index'
 import { openSqliteBackend } from './backends/sqlite/index'
 import { openFileStore } from './backends/storage'
@@ -44,12 +43,6 @@ export interface Deps {
   readonly describe: { database: string; storage: string }
   /** The migrations opening the database applied (none when it was up to date). */
   readonly migrated: readonly string[]
-  /** The embedded database's file, connections and group commit; null on PostgreSQL. */
-  readonly sqlite: SqliteParts | null
-  /** The shared PostgreSQL database's pool; null on SQLite. */
-  readonly postgres: SQL | null
-  /** Where the local file store keeps uploads (tests look inside; nothing in src does). */
-  readonly uploadDir: string
   /** Throws (or rejects) when the database does not answer. */
   checkDatabase(): void | Promise<void>
   /** Whether writes are being refused for lack of space (507s), for /health. */
@@ -148,10 +141,7 @@ export async function makeDeps(
     startedAt: clock(),
     describe: { database: backend.description, storage: fileStore.description },
     migrated: backend.migrated,
-    sqlite: backend.sqlite,
-    postgres: backend.postgres,
     checkDatabase: backend.checkDatabase,
-    uploadDir,
     disk,
     users,
     idempotency: backend.idempotency,
@@ -179,7 +169,7 @@ export async function makeDeps(
   // Committed before anything else runs: a caller that writes on the connection directly (a
   // test's fixture, a CLI command) must not find a group transaction open.
   const purged = purgeExpired(deps)
-  backend.sqlite?.store.writes.flush()
+  backend.flush()
   await purged
   return deps
 }

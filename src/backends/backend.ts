@@ -1,4 +1,3 @@
-import type { SQL } from 'bun'
 import type { ApiKeyRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
@@ -8,7 +7,6 @@ import type { PendingObjects } from '../storage/s3'
 import type { UploadRecords } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
-import type { Db, FileIdentityGuard, Store } from './sqlite/connection'
 
 /** Every store's rows as one unit of work sees them (see db/unit.ts); deps.ts adds the rules. */
 export interface UnitRows {
@@ -16,16 +14,6 @@ export interface UnitRows {
   credentials: CredentialWrites
   idempotency: IdempotencyClaims
   inbox: InboxOutcomes
-}
-
-/** What only the embedded SQLite database has: the file, its connections, the group commit. */
-export interface SqliteParts {
-  readonly db: Db
-  /** The writer, the reader and the group commit every write goes through. */
-  readonly store: Store
-  readonly dbPath: string
-  /** Whether the database file is still the one that was opened (see fileIdentityGuard). */
-  readonly databaseFile: FileIdentityGuard
 }
 
 /**
@@ -50,16 +38,14 @@ export interface Backend {
   readonly pendingObjects: PendingObjects | null
   /** Runs a unit of work over every store's rows. */
   readonly transaction: Transaction<UnitRows>
-  /** The embedded database's parts; null on PostgreSQL. */
-  readonly sqlite: SqliteParts | null
-  /** The shared database's pool; null on SQLite. */
-  readonly postgres: SQL | null
   /** Throws (or rejects) when the database does not answer. */
   checkDatabase(): void | Promise<void>
   /** Which of these file ids are registered (for the sweep of files a crash left behind). */
   knownFiles(fileIds: readonly string[]): Promise<ReadonlySet<string>>
   /** Connections in use, for /metrics; null when the database has no pool. */
   connectionsInUse(): number | null
+  /** Commits what is waiting for a commit now (SQLite's group commit; nothing on PostgreSQL). */
+  flush(): void
   /** Commits what is pending and closes the connections. */
   close(): Promise<void>
 }

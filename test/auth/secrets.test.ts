@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { testConfig } from '../../src/config'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
-import { sqliteOf, tempDir } from '../helpers/app'
+import { sqlitePath, tempDir } from '../helpers/app'
 import { basic } from '../helpers/auth'
 
 setDefaultTimeout(30_000)
@@ -93,7 +93,7 @@ describe('secrets stay secret', () => {
     const logs = [readFileSync(join(dir.path, 'access.log'), 'utf8'), ...diagnostics.lines].join(
       '\n',
     )
-    const db = new Database(sqliteOf(server.deps).dbPath, { readonly: true })
+    const db = new Database(sqlitePath(server.deps), { readonly: true })
     const tables = db
       .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
       .all()

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test'
 import { readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BackupError, backupDatabase } from '../../src/backends/sqlite/backup'
-import { makeTestApp, sqliteOf } from '../helpers/app'
+import { makeTestApp, sqlitePath } from '../helpers/app'
 
 describe('backupDatabase', () => {
   test('writes a checked copy holding every committed row, readable by the owner only', async () => {
@@ -11,7 +11,7 @@ describe('backupDatabase', () => {
     for (let i = 0; i < 50; i++)
       await t.post('/users', { name: `U${i}`, email: `u${i}@example.com` })
     const target = join(t.dataDir, 'copy.db')
-    const { bytes, ms } = backupDatabase(sqliteOf(t.deps).dbPath, target)
+    const { bytes, ms } = backupDatabase(sqlitePath(t.deps), target)
     expect(bytes).toBe(statSync(target).size)
     expect(ms).toBeGreaterThan(0)
     expect(statSync(target).mode & 0o777).toBe(0o600)
@@ -26,7 +26,7 @@ describe('backupDatabase', () => {
     await using t = await makeTestApp()
     const target = join(t.dataDir, 'precious.db')
     writeFileSync(target, 'keep me')
-    expect(() => backupDatabase(sqliteOf(t.deps).dbPath, target)).toThrow(
+    expect(() => backupDatabase(sqlitePath(t.deps), target)).toThrow(
       new BackupError(`${target} already exists; not overwriting it`),
     )
     expect(Bun.file(target).size).toBe(7)
@@ -38,7 +38,7 @@ describe('backupDatabase', () => {
     expect(() => backupDatabase(join(t.dataDir, 'none.db'), join(t.dataDir, 'x.db'))).toThrow(
       'there is no database at',
     )
-    expect(() => backupDatabase(sqliteOf(t.deps).dbPath, '/nonexistent-dir/x.db')).toThrow(
+    expect(() => backupDatabase(sqlitePath(t.deps), '/nonexistent-dir/x.db')).toThrow(
       'cannot write in /nonexistent-dir (ENOENT)',
     )
   })

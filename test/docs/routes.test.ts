@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import Ajv from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
-import { makeTestApp, type Reply, type TestApp } from '../helpers/app'
+import { makeTestApp, type Reply, type TestApp, uploadDirOf } from '../helpers/app'
 
 interface OpenApiDoc {
   paths: Record<
@@ -250,7 +250,7 @@ describe('the OpenAPI document matches the real answers', () => {
     await using t = await makeTestApp({ storage: null })
     const doc = (await t.get('/swagger/json')).body as OpenApiDoc
     const { rmSync } = await import('node:fs')
-    rmSync(t.deps.uploadDir, { recursive: true })
+    rmSync(uploadDirOf(t.deps), { recursive: true })
     const reply = await t.get('/health')
     expect(reply.status).toBe(503)
     await conforms(t, doc, '/health', 'get', reply)

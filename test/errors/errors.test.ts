@@ -56,7 +56,7 @@ describe('the error envelope', () => {
     await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
     await dbQuery(
       t.deps,
-      t.deps.postgres === null ? 'DROP TABLE users' : 'DROP TABLE users CASCADE',
+      t.deps.config.databaseUrl === null ? 'DROP TABLE users' : 'DROP TABLE users CASCADE',
     )
     const reply = await t.get('/users/1', { headers: { 'x-request-id': 'trace-500' } })
     const error = expectEnvelope(reply, 500, 'INTERNAL_ERROR')

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { expectEnvelope, makeTestApp, sqliteOf } from '../helpers/app'
+import { expectEnvelope, makeTestApp, sqlitePath, uploadDirOf } from '../helpers/app'
 import { apiKey } from '../helpers/auth'
 import { dropDatabase } from '../helpers/postgres'
 
@@ -29,7 +29,7 @@ describe('GET /health', () => {
   // The upload folder's failures (a bucket that stops answering: test/postgres/s3-outage.test.ts).
   test('503 unavailable when the upload directory is gone; ready and live stay 200', async () => {
     await using t = await makeTestApp({ storage: null })
-    rmSync(t.deps.uploadDir, { recursive: true })
+    rmSync(uploadDirOf(t.deps), { recursive: true })
     const reply = await t.get('/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
     expect(reply.body).toMatchObject({
@@ -46,7 +46,7 @@ describe('GET /health', () => {
 
   test('503 unavailable when the database goes away under it (file deleted, database dropped)', async () => {
     await using t = await makeTestApp()
-    if (t.config.databaseUrl === null) rmSync(sqliteOf(t.deps).dbPath)
+    if (t.config.databaseUrl === null) rmSync(sqlitePath(t.deps))
     else await dropDatabase(t.config.databaseUrl)
     const reply = await t.get('/v2/health')
     expectEnvelope(reply, 503, 'SERVICE_UNAVAILABLE')
@@ -67,7 +67,7 @@ describe('health check caching', () => {
     let clock = Date.parse('2026-01-01T00:00:00Z')
     await using t = await makeTestApp({ storage: null }, () => new Date(clock))
     expect((await t.get('/health')).status).toBe(200)
-    rmSync(t.deps.uploadDir, { recursive: true })
+    rmSync(uploadDirOf(t.deps), { recursive: true })
     clock += 500
     expect((await t.get('/health')).body).toMatchObject({ status: 'ok', uptime_s: 0 })
     clock += 600

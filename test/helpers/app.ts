@@ -1,9 +1,10 @@
+import { Database } from 'bun:sqlite'
 import { expect } from 'bun:test'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SQL } from 'bun'
 import { createApp } from '../../src/app'
-import type { SqliteParts } from '../../src/backends/backend'
 import { type Config, testConfig } from '../../src/config'
 import { type Deps, makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
@@ -95,25 +96,41 @@ export async function makeTestApp(
 }
 
 /**
- * Runs SQL on a test's database directly, on either backend (fixtures, and checks of what is
- * stored). `?` placeholders; write counts as `CAST(count(*) AS INTEGER)` so both return numbers.
+ * Runs SQL on a test's database directly, on either backend, over a connection of its own
+ * (fixtures, and checks of what is stored). `?` placeholders; write counts as
+ * `CAST(count(*) AS INTEGER)` so both return numbers. It waits a turn first, so SQLite's group
+ * commit has committed what the test awaited before another connection writes.
  */
 export async function dbQuery<T = Record<string, unknown>>(
   deps: Deps,
   text: string,
   ...params: unknown[]
 ): Promise<T[]> {
-  if (deps.postgres !== null) {
-    let n = 0
-    return (await deps.postgres.unsafe(
-      text.replace(/\?/g, () => `$${++n}`),
-      params,
-    )) as T[]
+  const { databaseUrl } = deps.config
+  if (databaseUrl !== null) {
+    const sql = new SQL(databaseUrl, { max: 1 })
+    try {
+      let n = 0
+      return (await sql.unsafe(
+        text.replace(/\?/g, () => `$${++n}`),
+        params,
+      )) as T[]
+    } finally {
+      await sql.close()
+    }
   }
-  return sqliteOf(deps)
-    .db.$client.query(text)
-    .all(...(params as never[])) as T[]
+  await new Promise((resolve) => setImmediate(resolve))
+  const db = new Database(sqlitePath(deps), { strict: true })
+  try {
+    db.run('PRAGMA busy_timeout = 5000')
+    return db.query(text).all(...(params as never[])) as T[]
+  } finally {
+    db.close()
+  }
 }
+
+/** Where a test's uploads are on disk (the default file store). */
+export const uploadDirOf = (deps: Deps) => join(deps.config.dataDir, 'uploads')
 
 /**
  * The files a test's store holds, on either store: `placed` (readable under their ids) and
@@ -124,10 +141,10 @@ export async function storedFiles(deps: Deps): Promise<{ placed: string[]; pendi
   const { storage } = deps.config
   if (storage === null) {
     return {
-      placed: readdirSync(deps.uploadDir)
+      placed: readdirSync(uploadDirOf(deps))
         .filter((name) => name !== '.incoming')
         .sort(),
-      pending: readdirSync(join(deps.uploadDir, '.incoming')).sort(),
+      pending: readdirSync(join(uploadDirOf(deps), '.incoming')).sort(),
     }
   }
   const pending = new Set(
@@ -141,13 +158,15 @@ export async function storedFiles(deps: Deps): Promise<{ placed: string[]; pendi
 }
 
 /**
- * The SQLite parts of a test's deps, for tests about the embedded database itself (its file,
- * its connections, the group commit). Fails on PostgreSQL: such a test is listed as
- * SQLite-only in scripts/test-postgres.ts.
+ * The SQLite file of a test's deps, for tests about the embedded database itself (its file, a
+ * backup of it). Fails on PostgreSQL: such a test is listed as SQLite-only in
+ * scripts/test-postgres.ts.
  */
-export function sqliteOf(deps: Deps): SqliteParts {
-  if (deps.sqlite === null) throw new Error('this test is about the embedded SQLite database')
-  return deps.sqlite
+export function sqlitePath(deps: Deps): string {
+  if (deps.config.databaseUrl !== null) {
+    throw new Error('this test is about the embedded SQLite database')
+  }
+  return join(deps.config.dataDir, 'roster.db')
 }
 
 export interface CallInit {

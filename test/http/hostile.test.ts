@@ -330,7 +330,7 @@ function buildRequest(r: Random, fx: Fixture, routes: { method: string; path: st
  * shared database's log of failed sign-ins, which a refused sign-in is meant to add to).
  */
 async function fingerprint(deps: Deps): Promise<string> {
-  const onPostgres = deps.postgres !== null
+  const onPostgres = deps.config.databaseUrl !== null
   const tables = await dbQuery<{ name: string }>(
     deps,
     onPostgres

@@ -6,7 +6,7 @@ import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
 import { LocalDiskStore } from '../../src/storage/local-disk'
-import { makeTestApp, storedFiles, tempDir, testData } from '../helpers/app'
+import { makeTestApp, storedFiles, tempDir, testData, uploadDirOf } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { cutShort } from '../helpers/wire'
 
@@ -66,7 +66,7 @@ describe('a full disk', () => {
       expect(((await full.json()) as { error: { code: string } }).error.code).toBe(
         'INSUFFICIENT_STORAGE',
       )
-      expect(leftovers(deps.uploadDir)).toEqual({ placed: [], incoming: [] })
+      expect(leftovers(uploadDirOf(deps))).toEqual({ placed: [], incoming: [] })
       expect(await deps.uploads.count()).toBe(0)
       expect((await send(randomBytes(10_000))).status).toBe(201)
       await deps.close()
@@ -105,19 +105,19 @@ describe('after a crash', () => {
     const kept = ((await reply.json()) as { files: { id: string }[] }).files[0]?.id as string
     await first.close()
     // What a crash can leave: a half-written temp file, and a file renamed into place whose row never committed.
-    writeFileSync(join(first.uploadDir, '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
-    writeFileSync(join(first.uploadDir, 'fil_orphanedAAAAAAAAAAAAA'), 'no row')
-    mkdirSync(join(first.uploadDir, '.incoming', 'stray-dir'))
+    writeFileSync(join(uploadDirOf(first), '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
+    writeFileSync(join(uploadDirOf(first), 'fil_orphanedAAAAAAAAAAAAA'), 'no row')
+    mkdirSync(join(uploadDirOf(first), '.incoming', 'stray-dir'))
     // A CLI command opening the same data dir (a server may be running) leaves them alone.
     const cli = await makeDeps(config, memoryLogger())
-    expect(leftovers(cli.uploadDir).incoming.sort()).toEqual([
+    expect(leftovers(uploadDirOf(cli)).incoming.sort()).toEqual([
       'fil_halfwrittenAAAAAAAAA',
       'stray-dir',
     ])
     await cli.close()
     const log = memoryLogger()
     const second = await makeDeps(config, log, undefined, { sweepUploads: true })
-    expect(leftovers(second.uploadDir)).toEqual({ placed: [kept], incoming: [] })
+    expect(leftovers(uploadDirOf(second))).toEqual({ placed: [kept], incoming: [] })
     expect(log.lines.join('')).toContain('removed 3 unfinished upload file(s)')
     await second.close()
   })

@@ -105,7 +105,7 @@ describe('GET /users/{id}', () => {
     await using t = await makeTestApp()
     await t.post('/users', ada)
     // SQLite's ids run to 2^53-1 (the largest an id in a URL may be); PostgreSQL's to 2^31-1.
-    const largest = t.deps.postgres === null ? 9007199254740991 : 2147483647
+    const largest = t.deps.config.databaseUrl === null ? 9007199254740991 : 2147483647
     await dbQuery(
       t.deps,
       "INSERT INTO users (id, name, email, email_key, created_at, updated_at) VALUES (?, 'Max', 'max@example.com', 'max@example.com', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",

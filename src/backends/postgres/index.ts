@@ -70,8 +70,7 @@ export async function openPostgresBackend(
       inbox,
       pendingObjects: createPgPendingObjects(pool),
       transaction,
-      sqlite: null,
-      postgres: pool,
+      flush: () => {},
       async checkDatabase() {
         await withinMs(pool`SELECT 1`, HEALTH_TIMEOUT_MS, 'PostgreSQL did not answer')
       },

@@ -86,8 +86,7 @@ export function openSqliteBackend(
     inbox,
     pendingObjects: null,
     transaction,
-    sqlite: { db, store, dbPath, databaseFile },
-    postgres: null,
+    flush: () => writes.flush(),
     checkDatabase() {
       ping.get()
       databaseFile.check()
