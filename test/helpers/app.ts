@@ -48,6 +48,7 @@ export async function testData(overrides: Partial<Config> = {}) {
     env: { ...process.env, ...bucket?.env },
     async [Symbol.asyncDispose]() {
       dir[Symbol.dispose]()
+      await closeQueries(database?.url ?? null)
       await database?.[Symbol.asyncDispose]()
     },
   }
@@ -108,16 +109,16 @@ export async function dbQuery<T = Record<string, unknown>>(
 ): Promise<T[]> {
   const { databaseUrl } = deps.config
   if (databaseUrl !== null) {
-    const sql = new SQL(databaseUrl, { max: 1 })
-    try {
-      let n = 0
-      return (await sql.unsafe(
-        text.replace(/\?/g, () => `$${++n}`),
-        params,
-      )) as T[]
-    } finally {
-      await sql.close()
+    let sql = connections.get(databaseUrl)
+    if (sql === undefined) {
+      sql = new SQL(databaseUrl, { max: 1 })
+      connections.set(databaseUrl, sql)
     }
+    let n = 0
+    return (await sql.unsafe(
+      text.replace(/\?/g, () => `$${++n}`),
+      params,
+    )) as T[]
   }
   await new Promise((resolve) => setImmediate(resolve))
   const db = new Database(sqlitePath(deps), { strict: true })
@@ -127,6 +128,16 @@ export async function dbQuery<T = Record<string, unknown>>(
   } finally {
     db.close()
   }
+}
+
+/** dbQuery's connection to each test database, closed with the test's data (testData). */
+const connections = new Map<string, SQL>()
+
+async function closeQueries(url: string | null): Promise<void> {
+  if (url === null) return
+  const sql = connections.get(url)
+  connections.delete(url)
+  await sql?.close()
 }
 
 /** Where a test's uploads are on disk (the default file store). */
