@@ -5,9 +5,7 @@ import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
-import type { Backend, UnitRows } from './backends/backend'
-import { openPostgresBackend } from './backends/postgres/index'
-import { openSqliteBackend } from './backends/sqlite/index'
+import { type Backend, openBackend, type UnitRows } from './backends/index'
 import { openFileStore } from './backends/storage'
 import { VERSION } from './build-info'
 import type { Config } from './config'
@@ -19,6 +17,7 @@ import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
 import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
+import { createUploadFiles } from './uploads/files'
 import { createUploadService, type UploadService } from './uploads/service'
 import { createUserStore, type UserStore, type UserWrites, userWrites } from './users/store'
 import { builtInHandlers } from './webhooks/handlers'
@@ -108,13 +107,19 @@ export async function makeDeps(
       disk.wrote()
     },
   })
-  const fileStore = await openFileStore(config, uploadDir, backend, clock, options.env).catch(
+  const fileStore = await openFileStore(config, uploadDir, backend, options.env).catch(
     async (error: unknown) => {
       await backend.close()
       throw error
     },
   )
-  const uploads = createUploadService(backend.uploadRecords, fileStore)
+  const files = createUploadFiles({
+    store: fileStore,
+    pending: backend.pendingFiles,
+    registered: backend.uploadRecords.registered,
+    clock,
+  })
+  const uploads = createUploadService(backend.uploadRecords, files, config)
   const { inbox } = backend
   const transaction = withRules(backend.transaction)
   const users = createUserStore(backend.users, transaction)
@@ -158,11 +163,11 @@ export async function makeDeps(
       uploads: await uploads.count(),
       webhook_events: await inbox.count(),
     }),
-    sweepUploads: () => fileStore.sweep(backend.knownFiles),
+    sweepUploads: () => files.sweep(),
     close: () => backend.close(),
   }
-  // A store that sweeps while serving (a bucket) is swept by purgeExpired below, as every hour.
-  if (options.sweepUploads === true && !fileStore.sweepsWhileServing) {
+  // A shared store (a bucket) is swept by purgeExpired below, as every hour.
+  if (options.sweepUploads === true && !fileStore.shared) {
     const swept = await deps.sweepUploads()
     if (swept > 0) log.warn(`removed ${swept} unfinished upload file(s) left by an earlier stop`)
   }
@@ -189,15 +194,6 @@ function withRules(transaction: Transaction<UnitRows>): Transaction<UnitStores> 
     return stores
   }
   return (work) => transaction((rows) => work(storesOf(rows)))
-}
-
-function openBackend(
-  config: Config,
-  options: { now: () => Date; clock: () => number; log: Logger; onCommit: (n: number) => void },
-): Promise<Backend> {
-  const { databaseUrl } = config
-  if (databaseUrl === null) return Promise.resolve(openSqliteBackend(config, options))
-  return openPostgresBackend({ ...config, databaseUrl }, options)
 }
 
 function addGauges(metrics: Metrics, backend: Backend): void {
@@ -251,7 +247,7 @@ export async function purgeExpired(deps: Deps): Promise<void> {
  * the housekeeping and, while serving, every minute. Nothing for the disk, swept at start only.
  */
 export async function sweepAbandonedUploads(deps: Deps): Promise<void> {
-  if (!deps.fileStore.sweepsWhileServing) return
+  if (!deps.fileStore.shared) return
   const swept = await deps.sweepUploads()
   if (swept > 0) {
     deps.log.warn(`removed ${swept} upload object(s) left by a failed or interrupted upload`)

@@ -5,15 +5,6 @@ export type Scheme = 'basic' | 'bearer' | 'session' | 'apiKey'
 
 export const ANY_SCHEME: readonly Scheme[] = ['basic', 'bearer', 'session', 'apiKey']
 
-/** OpenAPI `security` for a route that takes any credential (the names of docs/routes.ts). */
-export const ANY_CREDENTIAL_SECURITY: Record<string, string[]>[] = [
-  { basic: [] },
-  { bearer: [] },
-  { session: [] },
-  { apiKeyHeader: [] },
-  { apiKeyQuery: [] },
-]
-
 /** Who is calling: a user (through one of the user schemes) or an API key. */
 export type Principal =
   | {
@@ -26,24 +17,6 @@ export type Principal =
       user?: SignedInUser
     }
   | { kind: 'apiKey'; keyId: number; name: string }
-
-const PRINCIPAL = Symbol('roster.principal')
-
-interface Carrier {
-  [PRINCIPAL]?: Principal | null
-}
-
-/**
- * The principal authenticated for this request, kept on Elysia's per-request `set` object
- * (the auth hook runs before validation, where Elysia's `resolve` cannot add to the context).
- */
-export function principalOf(set: object): Principal | null {
-  return (set as Carrier)[PRINCIPAL] ?? null
-}
-
-export function setPrincipal(set: object, principal: Principal | null): void {
-  ;(set as Carrier)[PRINCIPAL] = principal
-}
 
 /** A short, stable description of the caller, for scoping (idempotency keys, ownership). */
 export function principalKey(principal: Principal | null): string {

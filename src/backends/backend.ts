@@ -3,7 +3,7 @@ import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
-import type { PendingObjects } from '../storage/s3'
+import type { PendingFiles } from '../uploads/files'
 import type { UploadRecords } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
@@ -34,14 +34,12 @@ export interface Backend {
   readonly loginFailures: LoginFailureLog
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox
-  /** Objects being written to a bucket; null where object storage is not offered (SQLite). */
-  readonly pendingObjects: PendingObjects | null
+  /** Files being written to a shared store (a bucket); null where none is offered (SQLite). */
+  readonly pendingFiles: PendingFiles | null
   /** Runs a unit of work over every store's rows. */
   readonly transaction: Transaction<UnitRows>
   /** Throws (or rejects) when the database does not answer. */
   checkDatabase(): void | Promise<void>
-  /** Which of these file ids are registered (for the sweep of files a crash left behind). */
-  knownFiles(fileIds: readonly string[]): Promise<ReadonlySet<string>>
   /** Connections in use, for /metrics; null when the database has no pool. */
   connectionsInUse(): number | null
   /** Commits what is waiting for a commit now (SQLite's group commit; nothing on PostgreSQL). */

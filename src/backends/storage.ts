@@ -20,24 +20,17 @@ type Env = Record<string, string | undefined>
 export async function openFileStore(
   config: Config,
   uploadDir: string,
-  backend: Backend,
-  clock: () => number,
+  backend: Pick<Backend, 'pendingFiles'>,
   env: Env = process.env,
 ): Promise<FileStore> {
   if (config.storage === null) return new LocalDiskStore(uploadDir)
-  if (backend.pendingObjects === null) {
+  if (backend.pendingFiles === null) {
     throw new ConfigError(
       '--storage s3://… needs --database-url postgres://…: the list of objects being written lives in the shared database',
     )
   }
   const { client, location, access } = bucketClient(config.storage, env)
-  const store = new S3Store(
-    client,
-    location,
-    backend.pendingObjects,
-    clock,
-    new IncompleteUploads(access),
-  )
+  const store = new S3Store(client, location, new IncompleteUploads(access))
   try {
     await store.check()
   } catch (error) {

@@ -1,9 +1,8 @@
-import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
 import { AppError } from '../errors/errors'
+import { newUserProblems } from '../users/fields'
 import { toView } from '../users/records'
-import { CreateUserBody } from '../users/schema'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { withDeps } from './users-common'
 
@@ -25,8 +24,6 @@ export const CREATE_FLAGS: FlagSpec[] = [
   ...databaseFlags(),
 ]
 
-const validate = TypeCompiler.Compile(CreateUserBody)
-
 /** `roster users create`: one user, straight into the database. */
 export async function createUser(
   args: string[],
@@ -36,12 +33,10 @@ export async function createUser(
   const { name, email, 'password-stdin': fromStdin, ...serverFlags } = configFlags(flags)
   const password = fromStdin === true ? await readPasswordLine() : undefined
   const input = { name, email, ...(password === undefined ? {} : { password }) }
-  if (!validate.Check(input)) {
-    const problems = [...validate.Errors(input)].map(
-      (issue) =>
-        `${issue.path.slice(1) || 'input'} ${typeof issue.schema.error === 'string' ? issue.schema.error : issue.message}`,
-    )
-    throw new ConfigError(`invalid user: ${[...new Set(problems)].join('; ')}`)
+  const problems = newUserProblems(input)
+  if (problems.length > 0) {
+    const text = problems.map(({ field, message }) => `${field} ${message}`).join('; ')
+    throw new ConfigError(`invalid user: ${text}`)
   }
   return await withDeps(serverFlags, env, async (deps) => {
     const passwordHash = password === undefined ? null : await hashPassword(password)

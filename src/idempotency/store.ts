@@ -58,9 +58,8 @@ export async function once(
   return { replayed: false, answer }
 }
 
-/** The request's Idempotency-Key, null when absent; VALIDATION_ERROR when malformed. */
-export function idempotencyKeyOf(request: Request): string | null {
-  const key = request.headers.get('idempotency-key')
+/** An Idempotency-Key as given (null when absent); VALIDATION_ERROR when malformed. */
+export function checkedIdempotencyKey(key: string | null): string | null {
   if (key === null) return null
   if (!KEY_FORMAT.test(key)) {
     throw validationFailed([

@@ -12,7 +12,7 @@ export interface UploadMeta {
 }
 
 /** description (at most 1000 characters) and public (true/false in any case, default false). */
-export function uploadFields(fields: Map<string, string>): UploadMeta {
+export function uploadFields(fields: ReadonlyMap<string, string>): UploadMeta {
   const problems = []
   for (const name of fields.keys()) {
     if (!KNOWN_FIELDS.has(name))

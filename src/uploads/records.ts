@@ -1,5 +1,5 @@
 import type { PageRequest } from '../db/page'
-import type { IncomingFile } from './multipart'
+import type { ReceivedFile } from './files'
 
 export interface Owner {
   userId: number | null
@@ -30,13 +30,20 @@ export interface StoredFile extends FileRecord {
   owner: Owner
 }
 
-/** An upload to register: its files are received and waiting to be placed. */
+/** A file written whole, with what the form said of it. */
+export interface NewFile extends ReceivedFile {
+  field: string
+  filename: string
+  contentType: string
+}
+
+/** An upload to register: its files are written and wait for its rows. */
 export interface NewUpload {
   id: string
   description: string | null
   isPublic: boolean
   owner: Owner
-  files: readonly IncomingFile[]
+  files: readonly NewFile[]
 }
 
 /**
@@ -45,17 +52,18 @@ export interface NewUpload {
  */
 export interface UploadRecords {
   /**
-   * Registers an upload and its files in one transaction; `place` runs inside it, before the
-   * commit, so a file is in place before any row points at it. Settles once the rows are
-   * durable; rejects (and registers nothing) when `place` or the commit fails.
+   * Registers an upload and its files in one transaction; settles once the rows are durable,
+   * or rejects having registered nothing.
    */
-  insert(upload: NewUpload, place: () => void): Promise<UploadRecord>
+  insert(upload: NewUpload): Promise<UploadRecord>
   get(id: string): Promise<UploadRecord | null>
   /** One file with what access to it depends on (its upload's visibility and owner). */
   file(id: string): Promise<StoredFile | null>
   /** Deletes an upload's rows; the ids of its files, or null when there was no such upload. */
   remove(id: string): Promise<string[] | null>
   count(): Promise<number>
+  /** Which of these file ids have rows (the sweep keeps those files). */
+  registered(fileIds: readonly string[]): Promise<ReadonlySet<string>>
   /** A page of every upload with its files, newest first. */
   list(page: PageRequest): Promise<{ data: UploadRecord[]; total: number }>
 }

@@ -1,61 +1,114 @@
 import { newId } from '../db/random-id'
-import type { FileStore } from '../storage/file-store'
+import { fieldDetail } from '../errors/details'
+import { type ErrorDetail, validationFailed } from '../errors/errors'
+import type { ByteRange } from '../storage/file-store'
+import { DECEPTIVE_MESSAGE, hasDeceptiveCharacter } from '../text'
 import { uploadFields } from './fields'
-import type { IncomingUpload } from './multipart'
-import type { NewUpload, Owner, UploadRecord, UploadRecords } from './records'
+import type { UploadFiles } from './files'
+import { cleanContentType, cleanFilename } from './names'
+import type { NewFile, Owner, UploadRecord, UploadRecords } from './records'
 
 export type { FileRecord, Owner, StoredFile, UploadRecord } from './records'
+
+/** One file of a form as it arrives: what the client said of it, and its bytes. */
+export interface UploadPart {
+  /** The form field's name (empty or missing is refused). */
+  field: string | undefined
+  filename: string | undefined
+  contentType: string | undefined
+  /** Read once; the next part arrives after it (or after it is skipped). */
+  chunks: AsyncIterable<Uint8Array>
+}
+
+/**
+ * An upload as a request brings it: its file parts in order, then what the rest of the form
+ * held. `fields` and `problems` are complete once `parts` has ended.
+ */
+export interface UploadForm {
+  parts: AsyncIterable<UploadPart>
+  /** Text fields, each given once. */
+  fields: ReadonlyMap<string, string>
+  /** What the form itself got wrong (a repeated or overlong text field). */
+  problems: readonly ErrorDetail[]
+}
+
+export interface UploadLimits {
+  maxFileSize: number
+  /** The files of one upload together. */
+  maxUploadSize: number
+}
 
 export type UploadService = ReturnType<typeof createUploadService>
 
 /**
- * Uploads: their rows and their files' bytes kept in step. Registering one places its files
- * inside the rows' transaction: a file is in place before its row commits, so no row ever
- * points at a missing file, and a file whose row did not commit (a crash in between) is
- * deleted by the sweep at start.
+ * Uploads: the one way in for their files and rows. A file is written whole before the rows
+ * that name it commit, so no row ever points at a missing file; one whose rows did not commit
+ * is deleted at once, or by the sweep after a crash (uploads/files.ts).
  */
-export function createUploadService(records: UploadRecords, files: FileStore) {
+export function createUploadService(
+  records: UploadRecords,
+  files: UploadFiles,
+  limits: UploadLimits,
+) {
+  /** Each file part into the store; a part with a bad name is read past and reported. */
+  async function receiveParts(form: UploadForm, received: NewFile[]): Promise<ErrorDetail[]> {
+    const budget = { remaining: limits.maxUploadSize }
+    const problems: ErrorDetail[] = []
+    const seen = new Set<string>()
+    for await (const part of form.parts) {
+      const problem = partProblem(part, seen)
+      if (problem !== null) {
+        problems.push(problem)
+        for await (const _ of part.chunks); // skipped, so the next part can come
+        continue
+      }
+      seen.add(part.field as string)
+      const file = await files.receive(part.chunks, { maxFileSize: limits.maxFileSize, budget })
+      received.push({
+        ...file,
+        field: part.field as string,
+        filename: cleanFilename(part.filename),
+        contentType: cleanContentType(part.contentType),
+      })
+    }
+    return problems
+  }
+
   const service = {
     /**
-     * Takes a received upload: checks its text fields, then registers it and places its files,
-     * or (any failure) discards them: nothing of a refused upload is kept.
+     * Takes an upload as it streams in: its files into the store, then its fields checked and
+     * its rows registered. On any failure (a bad field, a limit, the store, the database, the
+     * client gone) nothing of it is kept.
      */
-    async accept(incoming: IncomingUpload, owner: Owner): Promise<UploadRecord> {
-      let meta: ReturnType<typeof uploadFields>
+    async accept(form: UploadForm, owner: Owner): Promise<UploadRecord> {
+      const received: NewFile[] = []
       try {
-        meta = uploadFields(incoming.fields)
+        const problems = await receiveParts(form, received)
+        problems.push(...form.problems)
+        if (received.length === 0 && problems.length === 0) {
+          problems.push(fieldDetail('file', 'is required: send at least one file part'))
+        }
+        if (problems.length > 0) throw validationFailed(problems)
+        const meta = uploadFields(form.fields)
+        const record = await records.insert({ id: newId('upl_'), ...meta, owner, files: received })
+        await files.committed(received.map((file) => file.fileId))
+        return record
       } catch (error) {
-        await files.discard(incoming.files.map((file) => file.fileId))
+        await files.discard(received.map((file) => file.fileId))
         throw error
       }
-      return await service.create({ id: newId('upl_'), ...meta, owner, files: incoming.files })
-    },
-
-    /**
-     * Registers an upload and places its files; settles once the rows are durable. On any
-     * failure, the savepoint's or the group commit's, deletes the files and registers nothing.
-     */
-    async create(upload: NewUpload): Promise<UploadRecord> {
-      const ids = upload.files.map((file) => file.fileId)
-      let record: UploadRecord
-      try {
-        record = await records.insert(upload, () => files.place(ids))
-      } catch (error) {
-        await files.discard(ids)
-        throw error
-      }
-      await files.committed(ids).catch(() => {})
-      return record
     },
 
     get: (id: string) => records.get(id),
     file: (id: string) => records.file(id),
     count: () => records.count(),
     list: (page: { limit: number; offset: number }) => records.list(page),
+    /** A registered file's bytes (see FileStore.read). */
+    read: (fileId: string, range: ByteRange | null) => files.read(fileId, range),
 
     /**
      * Deletes the upload's rows and, once that has committed, its files (a file left by a
-     * failed unlink or a crash in between is swept at start).
+     * failed delete or a crash in between is swept).
      */
     async remove(id: string): Promise<boolean> {
       const fileIds = await records.remove(id)
@@ -65,4 +118,20 @@ export function createUploadService(records: UploadRecords, files: FileStore) {
     },
   }
   return service
+}
+
+/** Why a file part cannot be kept: no name, a name given twice, a deceptive filename. */
+function partProblem(part: UploadPart, seen: ReadonlySet<string>): ErrorDetail | null {
+  const { field, filename } = part
+  // A part whose Content-Disposition has no usable name (busboy gives undefined or "").
+  if (field === undefined || field === '') {
+    return fieldDetail('file', 'every file part needs a name')
+  }
+  if (seen.has(field)) {
+    return fieldDetail(field, 'is given more than once; file parts need distinct names')
+  }
+  if (filename !== undefined && hasDeceptiveCharacter(filename)) {
+    return fieldDetail(`${field}.filename`, DECEPTIVE_MESSAGE, filename)
+  }
+  return null
 }

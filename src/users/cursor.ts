@@ -1,5 +1,4 @@
 import { parseRowId, ROW_ID_DIGITS } from '../db/row-id'
-import type { QueryReader } from '../http/query'
 
 /** A keyset position: the page holds the rows after (or before) this id. */
 export interface Cursor {
@@ -20,14 +19,11 @@ export function writeCursor(cursor: Cursor): string {
   )
 }
 
-/** The position a cursor points at; a malformed one is recorded on the reader as a `cursor` error. */
-export function readCursor(text: string, query: QueryReader): Cursor | undefined {
+/** The position a cursor points at; null when it is not a cursor this service issued. */
+export function readCursor(text: string): Cursor | null {
   const payload = CURSOR_FORMAT.test(text) ? Buffer.from(text, 'base64url').toString('latin1') : ''
   const match = PAYLOAD_FORMAT.exec(payload)
   const id = parseRowId(match?.[2])
-  if (match === null || id === null) {
-    query.reject('cursor', 'is not a cursor this service issued', text)
-    return undefined
-  }
+  if (match === null || id === null) return null
   return { direction: match[1] === 'a' ? 'after' : 'before', id }
 }

@@ -1,12 +1,11 @@
-import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { receivedText } from '../errors/details'
 import { csvField } from './csv'
+import { newUserProblems } from './fields'
 import { IGNORED, IMPORTED, type TransferFormat } from './import-records'
 
 export type { TransferFormat }
 
 import { type ExportedUser, emailKey } from './records'
-import { CreateUserBody, registerEmailFormat } from './schema'
 import type { UserStore } from './store'
 
 const EXPORT_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at'] as const
@@ -63,8 +62,6 @@ export interface RowError {
   message: string
 }
 
-const validUser = TypeCompiler.Compile(CreateUserBody)
-
 // argon2 (PHC strings) and bcrypt, which Bun.password.verify reads. The cost parameters are
 // capped: a hash with a huge memory cost would make every sign-in of that user a denial of
 // service (at most 64 MiB, as roster's own hashes use).
@@ -95,9 +92,7 @@ function passwordHashProblem(hash: string): string | null {
 export class RowValidator {
   private readonly seen = new Map<string, number>()
 
-  constructor(private readonly users: UserStore) {
-    registerEmailFormat()
-  }
+  constructor(private readonly users: UserStore) {}
 
   /** One row (see checkBatch). */
   async check(line: number, value: Record<string, unknown>): Promise<ImportRow | RowError> {
@@ -147,7 +142,12 @@ function checkFields(line: number, value: Record<string, unknown>): ImportRow | 
     if (problem !== null) problems.push(problem)
     if (input.password !== undefined) problems.push('give password or password_hash, not both')
   }
-  if (!validUser.Check(input)) problems.push(...schemaProblems(input))
+  for (const { field, message } of newUserProblems(input)) {
+    const shown = field === 'password' ? undefined : receivedText(input[field])
+    problems.push(
+      `${field} ${message}${shown === undefined || message === 'is required' ? '' : ` (received ${JSON.stringify(shown)})`}`,
+    )
+  }
   if (problems.length > 0) return { line, message: problems.join('; ') }
   return {
     line,
@@ -156,22 +156,4 @@ function checkFields(line: number, value: Record<string, unknown>): ImportRow | 
     password: (input.password as string | undefined) ?? null,
     passwordHash: hash as string | null,
   }
-}
-
-function schemaProblems(input: Record<string, unknown>): string[] {
-  const byField = new Map<string, string>()
-  for (const issue of validUser.Errors(input)) {
-    const field = issue.path.slice(1) || 'row'
-    if (byField.has(field)) continue
-    const custom = (issue.schema as { error?: unknown }).error
-    const message = typeof custom === 'string' ? custom : issue.message
-    const shown = field === 'password' ? undefined : receivedText(input[field])
-    byField.set(
-      field,
-      input[field] === undefined
-        ? `${field} is required`
-        : `${field} ${message}${shown === undefined ? '' : ` (received ${JSON.stringify(shown)})`}`,
-    )
-  }
-  return [...byField.values()]
 }

@@ -1,5 +1,4 @@
-import { Value } from '@sinclair/typebox/value'
-import { EmailFormat, isValidName } from '../users/schema'
+import { isEmailAddress, isValidName } from '../users/fields'
 import type { UserWrites } from '../users/store'
 import type { InboxEvent } from './inbox'
 
@@ -56,7 +55,7 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
 
 function userFields(event: ParsedEvent): { email: string; name: string | null } {
   const { email, name } = event.data.object
-  if (typeof email !== 'string' || !Value.Check(EmailFormat, email)) {
+  if (!isEmailAddress(email)) {
     throw new Error('data.object.email is missing or is not an email address')
   }
   return { email, name: typeof name === 'string' && isValidName(name) ? name.trim() : null }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { purgeExpired } from '../../src/deps'
-import { PENDING_IDLE_MS } from '../../src/storage/s3'
+import { PENDING_IDLE_MS } from '../../src/uploads/files'
 import { dbQuery, makeTestApp } from '../helpers/app'
 import { clientOptions, objectsUnder, testS3 } from '../helpers/s3'
 

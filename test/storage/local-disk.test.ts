@@ -4,14 +4,14 @@ import { join } from 'node:path'
 import { LocalDiskStore } from '../../src/storage/local-disk'
 import { tempDir } from '../helpers/app'
 import { randomBytes } from '../helpers/multipart'
-import { chunks, fileStoreContract, roomy } from './contract'
+import { chunks, fileStoreContract } from './contract'
 
 function localDisk() {
   const dir = tempDir()
   return {
     store: new LocalDiskStore(dir.path),
+    pending: null,
     dir: dir.path,
-    beforeSweep: () => {},
     [Symbol.dispose]: () => dir[Symbol.dispose](),
     [Symbol.asyncDispose]: async () => dir[Symbol.dispose](),
   }
@@ -29,18 +29,25 @@ describe('local disk', () => {
     expect(() => made.store.check()).toThrow()
   })
 
-  test('a received file is pending: not there until it is placed', async () => {
+  test('a file is under its id only once whole: it streams into .incoming first', async () => {
     using made = localDisk()
-    const received = await made.store.receive(chunks(randomBytes(10)), roomy())
-    expect(await made.store.exists(received.fileId)).toBe(false)
-    made.store.place([received.fileId])
-    expect(await made.store.exists(received.fileId)).toBe(true)
+    let midway: string[] = []
+    async function* observed() {
+      yield randomBytes(10)
+      midway = readdirSync(made.dir).filter((name) => name !== '.incoming')
+      yield randomBytes(10)
+    }
+    await made.store.write('fil_wholeAAAAAAAAAAAAAAAA', observed())
+    expect(midway).toEqual([])
+    expect(readdirSync(made.dir).sort()).toEqual(['.incoming', 'fil_wholeAAAAAAAAAAAAAAAA'])
   })
 
-  test('nothing outside the store names a path: placed files are <dir>/<file id>', async () => {
+  test('list names what a crash left in .incoming too, so the start-up sweep finds it', async () => {
     using made = localDisk()
-    const received = await made.store.receive(chunks(randomBytes(10)), roomy())
-    made.store.place([received.fileId])
-    expect(readdirSync(made.dir).sort()).toEqual(['.incoming', received.fileId])
+    await made.store.write('fil_wholeAAAAAAAAAAAAAAAA', chunks(randomBytes(10)))
+    writeFileSync(join(made.dir, '.incoming', 'fil_halfwrittenAAAAAAAAA'), 'partial')
+    const names: string[] = []
+    for await (const id of made.store.list()) names.push(id)
+    expect(names.sort()).toEqual(['fil_halfwrittenAAAAAAAAA', 'fil_wholeAAAAAAAAAAAAAAAA'])
   })
 })

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { chooseRange } from '../../src/routes/uploads/ranges'
 import {
   cleanContentType,
   cleanFilename,
@@ -6,7 +7,6 @@ import {
   filenameFromDisposition,
   servedInline,
 } from '../../src/uploads/names'
-import { chooseRange } from '../../src/uploads/ranges'
 
 describe('cleanFilename', () => {
   test.each([

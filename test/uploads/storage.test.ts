@@ -6,6 +6,7 @@ import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
 import { LocalDiskStore } from '../../src/storage/local-disk'
+import { createUploadFiles } from '../../src/uploads/files'
 import { makeTestApp, storedFiles, tempDir, testData, uploadDirOf } from '../helpers/app'
 import { BOUNDARY, multipartBody, multipartType, randomBytes } from '../helpers/multipart'
 import { cutShort } from '../helpers/wire'
@@ -80,7 +81,13 @@ describe('a full disk', () => {
       yield new Uint8Array(1000)
       throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })
     }
-    const failure = storage.receive(diskFillsUp(), { maxFileSize: 1e9, budget: { remaining: 1e9 } })
+    const files = createUploadFiles({
+      store: storage,
+      pending: null,
+      registered: async () => new Set(),
+      clock: Date.now,
+    })
+    const failure = files.receive(diskFillsUp(), { maxFileSize: 1e9, budget: { remaining: 1e9 } })
     expect(failure).rejects.toMatchObject({ errorCode: 'INSUFFICIENT_STORAGE', status: 507 })
     await failure.catch(() => {})
     expect(leftovers(dir.path)).toEqual({ placed: [], incoming: [] })

@@ -9,7 +9,7 @@ import { createPgIdempotencyStore } from './idempotency'
 import { createPgWebhookInbox } from './inbox'
 import { PgLoginFailures } from './login-failures'
 import { runPgMigrations } from './migrate'
-import { createPgPendingObjects } from './pending-objects'
+import { createPgPendingFiles } from './pending-objects'
 import { createPgCredentialRows } from './sessions'
 import { createPgUploadRecords } from './uploads'
 import { createPgUserRows } from './users'
@@ -68,18 +68,11 @@ export async function openPostgresBackend(
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,
       inbox,
-      pendingObjects: createPgPendingObjects(pool),
+      pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},
       async checkDatabase() {
         await withinMs(pool`SELECT 1`, HEALTH_TIMEOUT_MS, 'PostgreSQL did not answer')
-      },
-      async knownFiles(fileIds) {
-        if (fileIds.length === 0) return new Set()
-        const rows = await pool<
-          { id: string }[]
-        >`SELECT id FROM files WHERE id = ANY(${fileIds}::text[])`
-        return new Set(rows.map((row) => row.id))
       },
       connectionsInUse: () => inUse,
       async close() {

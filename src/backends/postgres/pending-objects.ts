@@ -1,8 +1,8 @@
 import type { SQL } from 'bun'
-import type { PendingObjects } from '../../storage/s3'
+import type { PendingFiles } from '../../uploads/files'
 
-/** The pending-object list in PostgreSQL's `pending_objects` table. */
-export function createPgPendingObjects(pool: SQL): PendingObjects {
+/** The list of files being written to the bucket, in PostgreSQL's `pending_objects` table. */
+export function createPgPendingFiles(pool: SQL): PendingFiles {
   return {
     async add(fileId, startedAt) {
       await pool`INSERT INTO pending_objects (id, started_at) VALUES (${fileId}, ${startedAt})`

@@ -46,7 +46,7 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
   }
 
   return {
-    async insert(upload: NewUpload, place: () => void): Promise<UploadRecord> {
+    async insert(upload: NewUpload): Promise<UploadRecord> {
       const createdAt = now().toISOString()
       return await pool.begin(async (tx) => {
         await tx`
@@ -59,8 +59,6 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
             VALUES (${file.fileId}, ${upload.id}, ${file.field}, ${file.filename},
                     ${file.contentType}, ${file.size}, ${file.sha256}, ${position})`
         }
-        // Before the commit: no row is ever visible while its file is not in place.
-        place()
         return (await readUpload(tx, upload.id)) as UploadRecord
       })
     },
@@ -92,6 +90,14 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
     },
 
     count: () => countOf(pool`SELECT count(*)::int AS n FROM uploads`),
+
+    async registered(fileIds) {
+      if (fileIds.length === 0) return new Set()
+      const rows = await pool<
+        { id: string }[]
+      >`SELECT id FROM files WHERE id = ANY(${fileIds}::text[])`
+      return new Set(rows.map((row) => row.id))
+    },
 
     async list(page) {
       // One snapshot for the page and its files.

@@ -84,14 +84,13 @@ export function openSqliteBackend(
     loginFailures: new MemoryLoginFailures(),
     uploadRecords,
     inbox,
-    pendingObjects: null,
+    pendingFiles: null,
     transaction,
     flush: () => writes.flush(),
     checkDatabase() {
       ping.get()
       databaseFile.check()
     },
-    knownFiles: async (fileIds) => new Set(fileIds.filter(uploadRecords.isKnownFile)),
     connectionsInUse: () => null,
     async close() {
       writes.flush()

@@ -18,14 +18,8 @@ interface UploadRow {
   created_at: string
 }
 
-/** The SQLite upload rows, and the start-up sweep's question about a file. */
-export interface SqliteUploadRecords extends UploadRecords {
-  /** Whether a file with this id is registered (committed or not; the sweep runs at start). */
-  isKnownFile(fileId: string): boolean
-}
-
 /** Upload and file rows in SQLite (see UploadRecords). */
-export function createSqliteUploadRecords(store: Store, now: () => Date): SqliteUploadRecords {
+export function createSqliteUploadRecords(store: Store, now: () => Date): UploadRecords {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const insertUpload = sqlite.query(
@@ -63,7 +57,7 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Sqlite
   }
 
   return {
-    async insert(upload: NewUpload, place: () => void): Promise<UploadRecord> {
+    async insert(upload: NewUpload): Promise<UploadRecord> {
       const createdAt = now().toISOString()
       await writes.run(() => {
         insertUpload.run(
@@ -86,7 +80,6 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Sqlite
             position,
           )
         })
-        place()
       })
       return readUpload(upload.id) as UploadRecord
     },
@@ -113,7 +106,8 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Sqlite
 
     count: () => settle(() => total.get()?.n ?? 0),
     list: (page) => settle(() => readPage(page)),
-    isKnownFile: (fileId) => fileExists.get(fileId) !== null,
+    registered: (fileIds) =>
+      settle(() => new Set(fileIds.filter((id) => fileExists.get(id) !== null))),
   }
 }
 

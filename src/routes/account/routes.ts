@@ -1,0 +1,184 @@
+import { Elysia } from 'elysia'
+import type { Authenticator } from '../../auth/authenticator'
+import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
+import { fieldDetail } from '../../errors/details'
+import { AppError, validationFailed } from '../../errors/errors'
+import { clientIp } from '../../http/client'
+import { NO_STORE } from '../../http/credentials'
+import { documented, errorResponses } from '../../http/openapi-schemas'
+import { toView } from '../../users/records'
+import type { UserStore } from '../../users/store'
+import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
+import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
+import { principalOf } from '../auth/principal'
+import type { User } from '../users/schema'
+import { loginBody } from './login-body'
+import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
+
+const tags = ['credentials']
+
+/**
+ * The account routes: /login, /logout, /me and /secure under one prefix. They sit above both
+ * auth (credentials) and users (the records a credential names), so either may be used here.
+ */
+/** What the account routes are given by the composition root. */
+export interface AccountRouteInputs {
+  auth: AuthPlugin
+  authenticator: Pick<Authenticator, 'signIn'>
+  users: Pick<UserStore, 'get'>
+  credentials: CredentialStore
+  config: CookieSecurity
+}
+
+export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, users, credentials, authenticator, config } = inputs
+
+  /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
+  const userRecord = async (userId: number): Promise<User> => {
+    const user = await users.get(userId)
+    if (user === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
+    return toView(user)
+  }
+
+  /** The caller's record: read along with the credential when it could be, else by id. */
+  const callerRecord = async (set: object): Promise<User> => {
+    const principal = principalOf(set)
+    if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'This route needs a user')
+    return principal.user === undefined ? userRecord(principal.userId) : toView(principal.user)
+  }
+
+  return new Elysia({ prefix })
+    .use(auth)
+    .post(
+      '/login',
+      async ({ body, request, server, cookie, set }) => {
+        const { address, password } = signInFields(body)
+        const ip = clientIp(request, server, config.trustProxy)
+        const user = await authenticator.signIn(address, password, ip)
+        if (user === null)
+          throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
+        const issued = await credentials.issue(user.id)
+        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
+        set.headers['cache-control'] = NO_STORE
+        return {
+          user: await userRecord(user.id),
+          access_token: issued.accessToken,
+          token_type: 'Bearer' as const,
+          expires_in: ACCESS_TOKEN_TTL_MS / 1000,
+        }
+      },
+      {
+        parse: loginBody(),
+        body: LoginBody,
+        detail: {
+          tags,
+          summary: 'Sign in',
+          description:
+            'A form (also JSON or multipart) with email, username or login, and password or pass. Answers a bearer token (1 h) and sets the session cookie (7 days, renewed on use). A wrong email and a wrong password get the same 401. After 10 failures for one address or 50 from one IP within 15 minutes, 429 with Retry-After, even for the right password.',
+          responses: documented({
+            200: LoginAnswer,
+            ...errorResponses(
+              'BAD_REQUEST',
+              'INVALID_CREDENTIALS',
+              'FORBIDDEN',
+              'PAYLOAD_TOO_LARGE',
+              'UNSUPPORTED_MEDIA_TYPE',
+              'VALIDATION_ERROR',
+              'RATE_LIMITED',
+            ),
+          }),
+        },
+      },
+    )
+    .post(
+      '/logout',
+      async ({ request, set, cookie }) => {
+        const principal = principalOf(set)
+        const revoked: Promise<void>[] = []
+        if (principal?.kind === 'user' && principal.secret !== undefined) {
+          if (principal.scheme === 'bearer')
+            revoked.push(credentials.revokeAccessToken(principal.secret))
+          if (principal.scheme === 'session')
+            revoked.push(credentials.revokeSession(principal.secret))
+        }
+        // A cookie sent along with a bearer token was presented too: it ends as well.
+        const session = sessionCookie(cookie)
+        if (typeof session.value === 'string' && session.value !== '') {
+          revoked.push(credentials.revokeSession(session.value))
+        }
+        // Answered once the revocations are durable (they share one group commit).
+        await Promise.all(revoked)
+        clearSessionCookie(session, isSecure(request, config))
+        set.status = 204
+        return ''
+      },
+      {
+        auth: { schemes: ['bearer', 'session'] },
+        detail: {
+          tags,
+          summary: 'Sign out',
+          description:
+            'Revokes the bearer token or session that was presented and clears the cookie. 204.',
+          security: [{ bearer: [] }, { session: [] }],
+          responses: {
+            204: { description: 'Signed out; the cookie is cleared' },
+            ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN')),
+          },
+        },
+      },
+    )
+    .get('/me', ({ set }) => callerRecord(set), {
+      auth: { schemes: ['bearer', 'session'] },
+      detail: {
+        tags,
+        summary: 'The caller’s own record',
+        description: 'The user the bearer token or session cookie belongs to.',
+        security: [{ bearer: [] }, { session: [] }],
+        responses: documented({
+          200: LoginAnswer.properties.user,
+          ...errorResponses('UNAUTHORIZED'),
+        }),
+      },
+    })
+    .get(
+      '/secure',
+      async ({ set }) => ({ authenticated: true as const, user: await callerRecord(set) }),
+      {
+        auth: { schemes: ['basic'] },
+        detail: {
+          tags,
+          summary: 'Protected content (HTTP Basic)',
+          description:
+            'Basic email:password. A verified credential is remembered for a minute (keyed by a hash), so argon2 does not run on every request; a password change drops it.',
+          security: [{ basic: [] }],
+          responses: documented({
+            200: SecureAnswer,
+            ...errorResponses('UNAUTHORIZED', 'RATE_LIMITED'),
+          }),
+        },
+      },
+    )
+}
+
+/**
+ * The identifier (email, username or login: the first one given) and the secret (password or
+ * pass); 422 naming what is missing. The password is never echoed.
+ */
+function signInFields(body: Record<string, string | undefined>): {
+  address: string
+  password: string
+} {
+  const identifier = body.email ?? body.username ?? body.login
+  const password = body.password ?? body.pass
+  const problems = []
+  if (identifier === undefined || identifier.trim() === '') {
+    problems.push(fieldDetail('email', 'is required (as email, username or login)', identifier))
+  }
+  if (password === undefined || password === '') {
+    problems.push(fieldDetail('password', 'is required (as password or pass)'))
+  }
+  if (problems.length > 0 || identifier === undefined || password === undefined) {
+    throw validationFailed(problems)
+  }
+  return { address: identifier.trim().toLowerCase(), password }
+}

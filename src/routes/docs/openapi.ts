@@ -1,0 +1,214 @@
+import { toOpenAPISchema } from '@elysiajs/openapi'
+import type { AnyElysia } from 'elysia'
+import { ERROR_CODES, type ErrorCode } from '../../errors/errors'
+import { ErrorEnvelope, HEADER_PARAMETERS } from '../../http/openapi-schemas'
+import { SESSION_COOKIE } from '../auth/cookies'
+
+type Json = Record<string, unknown>
+
+/** Routes every /X also answers as /v1/X: listed once, unversioned. */
+const EXCLUDED_PATHS = [/^\/v1\//]
+
+const INFO_DESCRIPTION = [
+  'A users API with credentials, uploads and signed webhooks, in one executable.',
+  'Unversioned paths are v1; every /X also answers as /v1/X (not listed here) and as /v2/X.',
+  'Errors use one envelope, described at /docs/errors; every item of `error.details` has `field`, `message` and `received` (the rejected input as text, "" when absent, "[redacted]" for a secret).',
+  'Unknown query parameters are ignored; a known one with a bad value, or given twice, is a VALIDATION_ERROR.',
+  'When the server runs with --rate-limit, every route but /health and /metrics may also answer 429 RATE_LIMITED with Retry-After, and carries RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset and RateLimit-Policy.',
+].join(' ')
+
+function documentation(version: string) {
+  return {
+    info: { title: 'roster', version, description: INFO_DESCRIPTION },
+    servers: [
+      {
+        url: 'http://127.0.0.1:8080',
+        description: 'roster serve on its default address; use your --public-url instead',
+      },
+    ],
+    tags: [
+      { name: 'users', description: 'User records' },
+      { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
+      { name: 'uploads', description: 'Files, streamed to disk' },
+      {
+        name: 'webhooks',
+        description: 'Signed deliveries from Stripe, Standard Webhooks senders and GitHub',
+      },
+      { name: 'operations', description: 'Health and service information' },
+    ],
+    components: {
+      securitySchemes: {
+        basic: { type: 'http', scheme: 'basic', description: 'email:password' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'access_token from /login' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: 'from /login',
+        },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
+        bearerApiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'an API key (rk_…) as a bearer token, as Prometheus sends it',
+        },
+      },
+    },
+  }
+}
+
+/**
+ * The OpenAPI document of every route registered in `app`'s tree, as published at
+ * /swagger/json and by `roster openapi`: Elysia's document, then made to say what the tools
+ * people feed it to expect (see publish).
+ */
+export function openApiDocument(app: AnyElysia, version: string): Json {
+  const { paths, components } = toOpenAPISchema(app, { paths: EXCLUDED_PATHS })
+  const base = documentation(version)
+  const document: Json = {
+    openapi: '3.1.0',
+    ...base,
+    paths,
+    components: { ...base.components, schemas: components.schemas ?? {} },
+  }
+  return publish(document)
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+const UNLIMITED_PATHS = new Set(
+  ['/health', '/health/live', '/health/ready']
+    .flatMap((path) => [path, `/v2${path}`])
+    .concat('/metrics'),
+)
+const UNSAFE = new Set(['post', 'put', 'patch', 'delete'])
+const errorEnvelope = JSON.parse(JSON.stringify(ErrorEnvelope)) as Json
+
+/**
+ * The error answers an operation can give through roster's shared machinery, whatever the
+ * route documents itself: a fault (500) or a failing database or disk (503) anywhere; a Host
+ * that is not roster's while /users is open (421) anywhere; the rate limit (429) everywhere but
+ * /health and /metrics; a malformed query or credential (400) on
+ * every API route; the CSRF guard (403) on unsafe methods; a missing or bad credential (401)
+ * where one is taken; a malformed or unknown id (404) where the path has one; a body that is
+ * too large, of another type or invalid (413, 415, 422) where one is read; a bad query
+ * parameter (422) where the route takes some.
+ */
+function sharedErrors(method: string, path: string, operation: Json): ErrorCode[] {
+  const codes: ErrorCode[] = ['INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'MISDIRECTED_REQUEST']
+  if (UNLIMITED_PATHS.has(path)) return codes
+  codes.push('RATE_LIMITED', 'BAD_REQUEST')
+  if (UNSAFE.has(method)) codes.push('FORBIDDEN')
+  if (Array.isArray(operation.security) && operation.security.length > 0) {
+    codes.push('UNAUTHORIZED')
+  }
+  if (path.includes('{')) codes.push('NOT_FOUND')
+  if (operation.requestBody !== undefined) {
+    codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'VALIDATION_ERROR')
+  }
+  const parameters = operation.parameters as { in: string }[] | undefined
+  if (parameters?.some((parameter) => parameter.in === 'query')) codes.push('VALIDATION_ERROR')
+  return codes
+}
+
+/**
+ * Completes Elysia's document: strips Elysia's `error` message option from schemas (an unknown
+ * keyword to JSON Schema), declares `security: []` on public operations and the path and
+ * header parameters routes read themselves, names every operation (`getV2UsersById`), and
+ * documents the error answers every operation can give (sharedErrors) where the route did not.
+ */
+export function publish(source: Json): Json {
+  // A copy: Elysia's document shares its schemas with the live validators.
+  const document = JSON.parse(JSON.stringify(source)) as Json
+  stripErrorOption(document.paths)
+  stripErrorOption(document.components)
+  const paths = document.paths as Record<string, Record<string, Json>>
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const operation = item[method]
+      if (operation === undefined) continue
+      operation.security ??= []
+      operation.operationId ??= operationId(method, path)
+      declarePathParameters(operation, path)
+      const headers = operation[HEADER_PARAMETERS] as object[] | undefined
+      if (headers !== undefined) {
+        operation.parameters = [
+          ...((operation.parameters as object[] | undefined) ?? []),
+          ...headers,
+        ]
+        delete operation[HEADER_PARAMETERS]
+      }
+      operation.responses ??= {}
+      documentSharedErrors(operation.responses as Responses, sharedErrors(method, path, operation))
+    }
+  }
+  return document
+}
+
+type Responses = Record<string, { description: string }>
+
+function documentSharedErrors(responses: Responses, codes: readonly ErrorCode[]): void {
+  for (const code of codes) {
+    const status = String(ERROR_CODES[code].status)
+    const existing = responses[status]
+    if (existing === undefined) {
+      responses[status] = {
+        description: code,
+        content: { 'application/json': { schema: errorEnvelope } },
+      } as Responses[string]
+    } else if (!existing.description.includes(code)) {
+      existing.description = `${existing.description}, ${code}`
+    }
+  }
+}
+
+/** Routes read their path parameters themselves (to answer 404, not 422): declare them. */
+function declarePathParameters(operation: Json, path: string): void {
+  operation.parameters ??= []
+  const parameters = operation.parameters as { name: string; in: string }[]
+  for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) {
+    if (parameters.some((parameter) => parameter.in === 'path' && parameter.name === name)) continue
+    parameters.unshift({
+      name: name as string,
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    } as never)
+  }
+  if (parameters.length === 0) delete operation.parameters
+}
+
+/** `get /v2/users/{id}` → `getV2UsersById`. */
+function operationId(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part) => {
+      const parameter = /^\{(.+)\}$/.exec(part)?.[1]
+      const word = parameter === undefined ? part : `by-${parameter}`
+      return word
+        .split(/[-_]/)
+        .map((piece) => piece.charAt(0).toUpperCase() + piece.slice(1))
+        .join('')
+    })
+  return method + words.join('')
+}
+
+/**
+ * Removes `error` (Elysia's custom-message option, kept in roster's TypeBox schemas for its
+ * validation messages) from every schema. Keys of a `properties` map are property names, so
+ * a property called `error` stays.
+ */
+function stripErrorOption(node: unknown, isPropertyMap = false): void {
+  if (node === null || typeof node !== 'object') return
+  if (Array.isArray(node)) {
+    for (const item of node) stripErrorOption(item)
+    return
+  }
+  const record = node as Record<string, unknown>
+  if (!isPropertyMap && typeof record.error === 'string') delete record.error
+  for (const [key, value] of Object.entries(record)) {
+    stripErrorOption(value, key === 'properties' && !isPropertyMap)
+  }
+}

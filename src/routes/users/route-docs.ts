@@ -1,0 +1,93 @@
+import type { DocumentDecoration } from 'elysia'
+import {
+  documented,
+  errorResponses,
+  type HeaderParameter,
+  OFFSET_PAGE_PARAMETERS,
+} from '../../http/openapi-schemas'
+import { UserPage, UserPageV2, UserView } from './schema'
+
+// The OpenAPI parts of the /users routes that are not their schemas.
+
+type Parameters = NonNullable<DocumentDecoration['parameters']>
+
+export const IDEMPOTENCY_KEY: HeaderParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description:
+    'Makes the create safe to retry: the same key with the same body replays the first answer for 24 h.',
+}
+export const IF_MATCH: HeaderParameter = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: 'The ETag you read; if the record changed since, the answer is 412.',
+}
+export const IF_NONE_MATCH: HeaderParameter = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: 'An ETag you hold; while it is current the answer is 304 with no body.',
+}
+
+export const V2_PARAMETERS: Parameters = [
+  ...OFFSET_PAGE_PARAMETERS,
+  {
+    name: 'cursor',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'next_cursor of the previous page; do not combine with offset',
+  },
+  {
+    name: 'email',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'exact email, compared without regard to case',
+  },
+  {
+    name: 'q',
+    in: 'query',
+    schema: { type: 'string', maxLength: 200 },
+    description: 'substring of name or email',
+  },
+]
+
+export const tags = ['users']
+
+export const WRITE_RESPONSES = {
+  200: UserView,
+  ...errorResponses(
+    'BAD_REQUEST',
+    'UNAUTHORIZED',
+    'FORBIDDEN',
+    'REAUTHENTICATION_REQUIRED',
+    'RATE_LIMITED',
+    'NOT_FOUND',
+    'CONFLICT',
+    'PRECONDITION_FAILED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'VALIDATION_ERROR',
+  ),
+}
+
+export const LIST_V1_DOCS = {
+  tags,
+  summary: 'List users',
+  description: 'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
+  parameters: OFFSET_PAGE_PARAMETERS,
+  responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
+} satisfies DocumentDecoration
+
+export const LIST_V2_DOCS = {
+  tags,
+  summary: 'List users (v2: cursor and filters)',
+  description:
+    'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
+  parameters: V2_PARAMETERS,
+  responses: documented({ 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') }),
+} satisfies DocumentDecoration

@@ -1,0 +1,291 @@
+import { type Context, Elysia } from 'elysia'
+import { hashPassword } from '../../auth/passwords'
+import { principalKey } from '../../auth/principal'
+import type { Config } from '../../config'
+import { parseRowId } from '../../db/row-id'
+import type { Transaction } from '../../db/unit'
+import { fieldDetail } from '../../errors/details'
+import { notFound, validationFailed } from '../../errors/errors'
+import { clientIp } from '../../http/client'
+import { noneMatch } from '../../http/conditional'
+import { jsonBody } from '../../http/json-body'
+import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
+import { offsetPageAnswer } from '../../http/pagination'
+import {
+  checkedIdempotencyKey,
+  type IdempotencyClaims,
+  type IdempotencyStore,
+} from '../../idempotency/store'
+import {
+  authorizeCredentialChange,
+  type CredentialChangeDeps,
+} from '../../users/credential-changes'
+import { toView, type WriteGuard } from '../../users/records'
+import type { UserStore, UserWrites } from '../../users/store'
+import type { AuthPlugin } from '../auth/plugin'
+import { principalOf } from '../auth/principal'
+import { usersAccess } from './access'
+import { etagOf, versionsFromIfMatch } from './etag'
+import { createOnce, replay } from './idempotent-answers'
+import {
+  IDEMPOTENCY_KEY,
+  IF_MATCH,
+  IF_NONE_MATCH,
+  LIST_V1_DOCS,
+  LIST_V2_DOCS,
+  tags,
+  WRITE_RESPONSES,
+} from './route-docs'
+import { CreateUserBody, DeletedUser, PatchUserBody, ReplaceUserBody, UserView } from './schema'
+import { v2Page } from './v2-list'
+
+export type ApiVersion = 1 | 2
+
+/** The numeric id from the path; a malformed one is answered like a missing user (404). */
+export function parseUserId(text: string): number {
+  const id = parseRowId(text)
+  if (id === null) throw notFound('No user with this id')
+  return id
+}
+
+/** What the users routes are given by the composition root. */
+export interface UsersRouteInputs {
+  auth: AuthPlugin
+  users: UserStore
+  idempotency: IdempotencyStore
+  transaction: Transaction<{ users: UserWrites; idempotency: IdempotencyClaims }>
+  /** Checks a `current_password` (see Authenticator.confirmPassword). */
+  confirmPassword: CredentialChangeDeps['confirmPassword']
+  config: Pick<Config, 'publicUrl' | 'usersAccess' | 'trustProxy'>
+}
+
+type UpdateBody = {
+  name?: string
+  email?: string
+  password?: string
+  current_password?: string
+}
+
+/**
+ * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
+ * except the list, which v2 extends with keyset cursors and filters.
+ */
+export function usersRoutes(
+  inputs: UsersRouteInputs,
+  prefix: '' | '/v1' | '/v2',
+  version: ApiVersion,
+) {
+  const { auth, users, idempotency, transaction, confirmPassword, config } = inputs
+  const listPath = `${prefix}/users`
+  const access = usersAccess(config.usersAccess)
+
+  /**
+   * PUT and PATCH: the caller may write this record, and may change its password or email
+   * (section 11); the password is hashed; the guarded update runs.
+   */
+  async function applyUpdate(
+    rawId: string,
+    body: UpdateBody,
+    context: Pick<Context, 'set' | 'request' | 'server'>,
+    guard: WriteGuard,
+  ) {
+    const { set, request, server } = context
+    const id = parseUserId(rawId)
+    access.mayWrite(set, id)
+    if (body.name === undefined && body.email === undefined && body.password === undefined) {
+      throw validationFailed([
+        fieldDetail('body', 'must contain at least one of name, email, password', body),
+      ])
+    }
+    const credentialGuard = await authorizeCredentialChange(
+      principalOf(set),
+      id,
+      { password: body.password, email: body.email, currentPassword: body.current_password },
+      () => clientIp(request, server, config.trustProxy),
+      { users, confirmPassword },
+    )
+    const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
+    const user = await users.update(
+      id,
+      { name: body.name, email: body.email, passwordHash },
+      { ...guard, ...credentialGuard },
+    )
+    set.headers.etag = etagOf(user)
+    return toView(user)
+  }
+
+  const app = new Elysia({ prefix }).use(auth)
+  const withList =
+    version === 1
+      ? app.get(
+          '/users',
+          ({ request, set }) =>
+            offsetPageAnswer(request, set, {
+              path: listPath,
+              publicUrl: config.publicUrl,
+              list: (page) => users.list(page),
+            }),
+          {
+            ...access.read,
+            detail: { ...access.readDocs, ...LIST_V1_DOCS },
+          },
+        )
+      : app.get(
+          '/users',
+          ({ request, set }) =>
+            v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
+          {
+            ...access.read,
+            detail: { ...access.readDocs, ...LIST_V2_DOCS },
+          },
+        )
+
+  return withList
+    .post(
+      '/users',
+      async ({ body, request, set }) => {
+        access.mayWrite(set)
+        const key = checkedIdempotencyKey(request.headers.get('idempotency-key'))
+        const scope = `${principalKey(principalOf(set))}:POST /users`
+        const fingerprint = key === null ? '' : idempotency.fingerprint(body)
+        const earlier = key === null ? null : await idempotency.lookup(scope, key, fingerprint)
+        if (earlier !== null) return replay(earlier)
+
+        const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
+        const input = { name: body.name, email: body.email, passwordHash }
+        if (key === null) {
+          const user = await users.create(input)
+          set.status = 201
+          set.headers.location = `${listPath}/${user.id}`
+          return toView(user)
+        }
+        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
+      },
+      {
+        ...access.write,
+        parse: jsonBody(),
+        body: CreateUserBody,
+        detail: {
+          ...access.writeDocs,
+          tags,
+          summary: 'Create a user',
+          ...headerParameters(IDEMPOTENCY_KEY),
+          responses: documented({
+            201: UserView,
+            ...errorResponses(
+              'BAD_REQUEST',
+              'CONFLICT',
+              'PAYLOAD_TOO_LARGE',
+              'UNSUPPORTED_MEDIA_TYPE',
+              'VALIDATION_ERROR',
+            ),
+          }),
+          description:
+            'Answers 201 with Location. With an Idempotency-Key header, a retry with the same body replays the first answer for 24 h (Idempotent-Replayed: true); the same key with another body is 409.',
+        },
+      },
+    )
+    .get(
+      '/users/:id',
+      async ({ params, request, set }) => {
+        const user = await users.get(parseUserId(params.id))
+        if (user === null) throw notFound('No user with this id')
+        const etag = etagOf(user)
+        set.headers.etag = etag
+        if (!noneMatch(request.headers.get('if-none-match'), etag)) {
+          return new Response(null, { status: 304 })
+        }
+        return toView(user)
+      },
+      {
+        ...access.read,
+        detail: {
+          ...access.readDocs,
+          tags,
+          summary: 'Get a user',
+          ...headerParameters(IF_NONE_MATCH),
+          responses: {
+            ...documented({ 200: UserView, ...errorResponses('NOT_FOUND') }),
+            304: { description: 'Not modified: If-None-Match holds the current ETag' },
+          },
+          description: 'Carries an ETag; If-None-Match with it answers 304.',
+        },
+      },
+    )
+    .put(
+      '/users/:id',
+      ({ params, body, request, set, server }) =>
+        applyUpdate(
+          params.id,
+          body,
+          { set, request, server },
+          {
+            versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+            echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
+          },
+        ),
+      {
+        ...access.update,
+        parse: jsonBody(),
+        body: ReplaceUserBody,
+        detail: {
+          ...access.writeDocs,
+          tags,
+          summary: 'Replace a user',
+          ...headerParameters(IF_MATCH),
+          responses: documented(WRITE_RESPONSES),
+          description:
+            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
+        },
+      },
+    )
+    .patch(
+      '/users/:id',
+      ({ params, body, request, set, server }) =>
+        applyUpdate(
+          params.id,
+          body,
+          { set, request, server },
+          { versions: versionsFromIfMatch(request.headers.get('if-match'), params.id) },
+        ),
+      {
+        ...access.update,
+        parse: jsonBody(['application/json', 'application/merge-patch+json']),
+        body: PatchUserBody,
+        detail: {
+          ...access.writeDocs,
+          tags,
+          summary: 'Update some fields of a user',
+          ...headerParameters(IF_MATCH),
+          responses: documented(WRITE_RESPONSES),
+          description:
+            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
+        },
+      },
+    )
+    .delete(
+      '/users/:id',
+      async ({ params, request, set }) => {
+        const id = parseUserId(params.id)
+        access.mayWrite(set, id)
+        await users.remove(id, {
+          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+        })
+        return { id, deleted: true as const }
+      },
+      {
+        ...access.write,
+        detail: {
+          ...access.writeDocs,
+          tags,
+          summary: 'Delete a user',
+          ...headerParameters(IF_MATCH),
+          description: 'If-Match that does not match is 412.',
+          responses: documented({
+            200: DeletedUser,
+            ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED'),
+          }),
+        },
+      },
+    )
+}

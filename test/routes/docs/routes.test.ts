@@ -1,0 +1,285 @@
+import { describe, expect, test } from 'bun:test'
+import Ajv from 'ajv/dist/2020'
+import addFormats from 'ajv-formats'
+import { makeTestApp, type Reply, type TestApp, uploadDirOf } from '../../helpers/app'
+
+interface OpenApiDoc {
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
+  >
+}
+
+describe('/swagger', () => {
+  test('the UI page loads its script and style from the binary, not a CDN', async () => {
+    await using t = await makeTestApp()
+    const page = await t.get('/swagger')
+    expect(page.status).toBe(200)
+    expect(page.text).not.toMatch(/https?:\/\//)
+    const sources = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string)
+    expect(sources.sort()).toEqual([
+      '/swagger/assets/init.js',
+      '/swagger/assets/swagger-ui-bundle.js',
+      '/swagger/assets/swagger-ui.css',
+    ])
+    // No inline script: the page starts Swagger UI from a file of its own.
+    expect(page.text).not.toMatch(/<script>/)
+    for (const source of sources) {
+      const asset = await t.get(source)
+      expect(asset.status).toBe(200)
+      expect(asset.text.length).toBeGreaterThan(source.endsWith('init.js') ? 50 : 100_000)
+    }
+  })
+
+  test('/swagger/json is an OpenAPI 3 document with the v1 and v2 routes', async () => {
+    await using t = await makeTestApp()
+    const doc = (await t.get('/swagger/json')).body
+    expect(doc.openapi).toStartWith('3.')
+    const unversioned = [
+      '/health',
+      '/health/live',
+      '/health/ready',
+      '/users',
+      '/users/export',
+      '/users/{id}',
+      '/login',
+      '/logout',
+      '/me',
+      '/secure',
+      '/data',
+      '/api-keys',
+      '/api-keys/{id}',
+      '/upload',
+      '/uploads',
+      '/uploads/{id}',
+      '/files/{id}',
+      '/webhooks',
+      '/webhook',
+      '/webhooks/events',
+      '/webhooks/events/{id}/retry',
+    ]
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      ['/metrics', ...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
+    )
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([
+      'apiKeyHeader',
+      'apiKeyQuery',
+      'basic',
+      'bearer',
+      'bearerApiKey',
+      'session',
+    ])
+    expect(doc.paths['/me'].get.security).toEqual([{ bearer: [] }, { session: [] }])
+    expect(doc.paths['/login'].post.requestBody.content).toHaveProperty(
+      'application/x-www-form-urlencoded',
+    )
+    expect(doc.paths['/v2/users'].get.parameters.map((p: { name: string }) => p.name)).toContain(
+      'cursor',
+    )
+  })
+})
+
+/** Validates a real answer against the schema the document gives for its status. */
+async function conforms(t: TestApp, doc: OpenApiDoc, path: string, method: string, reply: Reply) {
+  const responses = doc.paths[path]?.[method]?.responses
+  const schema = responses?.[String(reply.status)]?.content?.['application/json']?.schema
+  expect({ path, method, status: reply.status, documented: schema !== undefined }).toEqual({
+    path,
+    method,
+    status: reply.status,
+    documented: true,
+  })
+  const ajv = new Ajv({ strict: false, allErrors: true })
+  addFormats(ajv)
+  ajv.addFormat('user-name', true)
+  const validate = ajv.compile(schema as object)
+  const ok = validate(reply.body)
+  expect({ path, method, status: reply.status, errors: ok ? null : validate.errors }).toEqual({
+    path,
+    method,
+    status: reply.status,
+    errors: null,
+  })
+  void t
+}
+
+describe('the OpenAPI document matches the real answers', () => {
+  test('for every users route, success and error answers', async () => {
+    await using t = await makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const user = { name: 'Ada', email: 'ada@example.com' }
+    for (const prefix of ['', '/v2']) {
+      const created = await t.post(`${prefix}/users`, {
+        ...user,
+        email: `${prefix.length}${user.email}`,
+      })
+      const id = created.body.id
+      const checks: [string, string, Reply][] = [
+        ['/users', 'post', created],
+        ['/users', 'post', await t.post(`${prefix}/users`, { name: 1 })],
+        [
+          '/users',
+          'post',
+          await t.post(`${prefix}/users`, { ...user, email: `${prefix.length}${user.email}` }),
+        ],
+        ['/users', 'get', await t.get(`${prefix}/users`)],
+        ['/users', 'get', await t.get(`${prefix}/users?limit=0`)],
+        ['/users/{id}', 'get', await t.get(`${prefix}/users/${id}`)],
+        ['/users/{id}', 'get', await t.get(`${prefix}/users/999`)],
+        [
+          '/users/{id}',
+          'put',
+          await t.call('PUT', `${prefix}/users/${id}`, {
+            json: { ...user, email: `${prefix.length}${user.email}` },
+          }),
+        ],
+        [
+          '/users/{id}',
+          'patch',
+          await t.call('PATCH', `${prefix}/users/${id}`, { json: { name: 'B' } }),
+        ],
+        [
+          '/users/{id}',
+          'patch',
+          await t.call('PATCH', `${prefix}/users/${id}`, {
+            json: { name: 'B' },
+            headers: { 'if-match': '"x"' },
+          }),
+        ],
+        ['/users/{id}', 'delete', await t.call('DELETE', `${prefix}/users/${id}`)],
+        ['/health', 'get', await t.get(`${prefix}/health`)],
+      ]
+      for (const [path, method, reply] of checks)
+        await conforms(t, doc, prefix + path, method, reply)
+    }
+  })
+
+  test('for the credential routes', async () => {
+    await using t = await makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { apiKey, basic, form, PASSWORD } = await import('../../helpers/auth')
+    await t.post('/users', { name: 'Ada', email: 'ada@example.com', password: PASSWORD })
+    const key = { 'x-api-key': await apiKey(t) }
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: PASSWORD }),
+    )
+    const bearer = { authorization: `Bearer ${login.body.access_token}` }
+    const checks: [string, string, Reply][] = [
+      ['/login', 'post', login],
+      [
+        '/login',
+        'post',
+        await t.call('POST', '/login', form({ email: 'ada@example.com', password: 'wrong' })),
+      ],
+      ['/login', 'post', await t.call('POST', '/login', form({}))],
+      ['/me', 'get', await t.get('/me', { headers: bearer })],
+      ['/me', 'get', await t.get('/me')],
+      [
+        '/secure',
+        'get',
+        await t.get('/secure', { headers: { authorization: basic('ada@example.com', PASSWORD) } }),
+      ],
+      ['/secure', 'get', await t.get('/secure')],
+      ['/data', 'get', await t.get('/data', { headers: key })],
+      ['/api-keys', 'post', await t.post('/api-keys', { name: 'n' }, { headers: key })],
+      ['/api-keys', 'get', await t.get('/api-keys', { headers: key })],
+      ['/api-keys/{id}', 'delete', await t.call('DELETE', '/api-keys/2', { headers: key })],
+      ['/api-keys/{id}', 'delete', await t.call('DELETE', '/api-keys/2', { headers: key })],
+      ['/logout', 'post', await t.call('POST', '/logout')],
+    ]
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for the upload routes', async () => {
+    await using t = await makeTestApp()
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { multipartBody, multipartType } = await import('../../helpers/multipart')
+    const send = (parts: { name: string; filename?: string; data: string }[]) =>
+      t.call('POST', '/upload', {
+        body: multipartBody(parts),
+        headers: { 'content-type': multipartType() },
+      })
+    const created = await send([{ name: 'file', filename: 'a.txt', data: 'a' }])
+    const checks: [string, string, Reply][] = [
+      ['/upload', 'post', created],
+      ['/upload', 'post', await send([{ name: 'description', data: 'no file' }])],
+      [
+        '/upload',
+        'post',
+        await t.call('POST', '/upload', { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      ],
+      ['/uploads/{id}', 'get', await t.get(`/uploads/${created.body.id}`)],
+      ['/uploads/{id}', 'get', await t.get('/uploads/upl_AAAAAAAAAAAAAAAAAAAAAA')],
+      ['/uploads/{id}', 'delete', await t.call('DELETE', `/uploads/${created.body.id}`)],
+    ]
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for the webhook routes', async () => {
+    const { event, STRIPE_SECRET, stripeHeaders } = await import('../../helpers/webhooks')
+    const { apiKey } = await import('../../helpers/auth')
+    await using t = await makeTestApp({ webhookSecrets: [STRIPE_SECRET] })
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const deliver = async (body: string, signed = true) =>
+      t.call('POST', '/webhooks', {
+        body,
+        headers: {
+          'content-type': 'application/json',
+          ...(signed ? await stripeHeaders(body) : {}),
+        },
+      })
+    const checks: [string, string, Reply][] = [
+      ['/webhooks', 'post', await deliver(event('user.created', { email: 'w@example.com' }))],
+      ['/webhooks', 'post', await deliver(event('user.created', {}), false)],
+      ['/webhooks', 'post', await deliver('not json')],
+      ['/webhooks', 'post', await deliver(JSON.stringify({ id: 1 }))],
+      [
+        '/webhooks/events',
+        'get',
+        await t.get('/webhooks/events', { headers: { 'x-api-key': await apiKey(t) } }),
+      ],
+      ['/webhooks/events', 'get', await t.get('/webhooks/events')],
+    ]
+    expect(checks.map(([, , reply]) => reply.status)).toEqual([200, 400, 400, 422, 200, 401])
+    for (const [path, method, reply] of checks) await conforms(t, doc, path, method, reply)
+  })
+
+  test('for /health when it fails (503)', async () => {
+    await using t = await makeTestApp({ storage: null })
+    const doc = (await t.get('/swagger/json')).body as OpenApiDoc
+    const { rmSync } = await import('node:fs')
+    rmSync(uploadDirOf(t.deps), { recursive: true })
+    const reply = await t.get('/health')
+    expect(reply.status).toBe(503)
+    await conforms(t, doc, '/health', 'get', reply)
+  })
+})
+
+describe('the documentation pages carry the console’s protective headers', () => {
+  test.each(['/swagger', '/docs/errors'])(
+    '%s: CSP, frame-ancestors none, nosniff, no referrer',
+    async (path) => {
+      await using t = await makeTestApp()
+      const reply = await t.get(path)
+      expect(reply.status).toBe(200)
+      const csp = reply.headers.get('content-security-policy') ?? ''
+      for (const directive of ["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+        expect(csp).toContain(directive)
+      }
+      expect(csp).not.toContain('unsafe-inline')
+      expect(reply.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(reply.headers.get('referrer-policy')).toBe('no-referrer')
+      expect(reply.headers.get('x-frame-options')).toBe('DENY')
+    },
+  )
+
+  test('/docs/errors allows exactly its own inline stylesheet, by hash', async () => {
+    await using t = await makeTestApp()
+    const reply = await t.get('/docs/errors')
+    const style = /<style>([\s\S]*?)<\/style>/.exec(reply.text)?.[1] ?? ''
+    const hash = new Bun.CryptoHasher('sha256').update(style).digest('base64')
+    expect(reply.headers.get('content-security-policy')).toContain(`style-src 'sha256-${hash}'`)
+  })
+})
