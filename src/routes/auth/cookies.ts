@@ -8,21 +8,25 @@ export function sessionCookie(jar: Record<string, Cookie<unknown>>): Cookie<unkn
   return jar[SESSION_COOKIE] as Cookie<unknown>
 }
 
+/**
+ * The session cookie's attributes, written once: sign-in sets them, sign-out repeats them
+ * expired, a renewal sends them again (Secure is added when --secure-cookies asks).
+ */
+export const SESSION_COOKIE_ATTRIBUTES = {
+  httpOnly: true,
+  sameSite: 'lax',
+  path: '/',
+  maxAge: SESSION_TTL_MS / 1000,
+} as const
+
 /** Sets the session cookie: HttpOnly, SameSite=Lax, Path=/, seven days, Secure when asked. */
 export function writeSessionCookie(cookie: Cookie<unknown>, token: string, secure: boolean): void {
-  cookie.set({
-    value: token,
-    httpOnly: true,
-    sameSite: 'lax',
-    path: '/',
-    maxAge: SESSION_TTL_MS / 1000,
-    secure,
-  })
+  cookie.set({ value: token, ...SESSION_COOKIE_ATTRIBUTES, secure })
 }
 
 /** Tells the browser to forget the session cookie (same attributes, expired). */
 export function clearSessionCookie(cookie: Cookie<unknown>, secure: boolean): void {
-  cookie.set({ value: '', httpOnly: true, sameSite: 'lax', path: '/', maxAge: 0, secure })
+  cookie.set({ value: '', ...SESSION_COOKIE_ATTRIBUTES, maxAge: 0, secure })
 }
 
 const SESSION_VALUE = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=([^;]*)`)
@@ -39,11 +43,25 @@ export function sessionFromCookieHeader(header: string | null): string | null {
   return value === undefined || value === '' ? null : value
 }
 
+/** The attributes as Set-Cookie spells them (made once: a renewal is on the request path). */
+function setCookieAttributes(secure: boolean): string {
+  const { maxAge, path, httpOnly, sameSite } = SESSION_COOKIE_ATTRIBUTES
+  const flags = [`Max-Age=${maxAge}`, `Path=${path}`]
+  if (httpOnly) flags.push('HttpOnly')
+  if (secure) flags.push('Secure')
+  flags.push(`SameSite=${sameSite[0]?.toUpperCase()}${sameSite.slice(1)}`)
+  return `; ${flags.join('; ')}`
+}
+
+const SET_COOKIE_ATTRIBUTES = {
+  plain: setCookieAttributes(false),
+  secure: setCookieAttributes(true),
+}
+
 /**
  * The Set-Cookie value for a renewed session, the same as writeSessionCookie produces; the
  * auth hook writes it directly because it does not ask Elysia for the cookie jar.
  */
 export function sessionCookieHeader(token: string, secure: boolean): string {
-  const attributes = `; Max-Age=${SESSION_TTL_MS / 1000}; Path=/; HttpOnly${secure ? '; Secure' : ''}; SameSite=Lax`
-  return `${SESSION_COOKIE}=${token}${attributes}`
+  return `${SESSION_COOKIE}=${token}${secure ? SET_COOKIE_ATTRIBUTES.secure : SET_COOKIE_ATTRIBUTES.plain}`
 }
