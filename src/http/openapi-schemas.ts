@@ -1,25 +1,29 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import { type DocumentDecoration, t } from 'elysia'
 import { ERROR_CODES, type ErrorCode } from '../errors/errors'
+import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination'
+
+/** A page's `limit` as every list answers it: the bounds pagination.ts enforces. */
+export const PageLimit = Type.Integer({ minimum: 1, maximum: MAX_LIMIT })
 
 /** The pagination of every offset-paginated list (`/users` v1, `/api-keys`, `/uploads`, events). */
 export const OffsetPagination = t.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+  limit: PageLimit,
   offset: Type.Integer({ minimum: 0 }),
   total: Type.Integer({ minimum: 0 }),
 })
 
-/** The common list envelope: `{ data: [item…], pagination: { limit, offset, total } }`. */
 /** `limit` and `offset`, as every offset-paginated list takes them (see pagination.ts). */
 export const OFFSET_PAGE_PARAMETERS: NonNullable<DocumentDecoration['parameters']> = [
   {
     name: 'limit',
     in: 'query',
-    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
   },
   { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
 ]
 
+/** The common list envelope: `{ data: [item…], pagination: { limit, offset, total } }`. */
 export const offsetPageOf = <T extends TSchema>(item: T) =>
   t.Object({ data: t.Array(item), pagination: OffsetPagination })
 

@@ -1,6 +1,9 @@
 import type { Cursor } from './cursor'
 import { emailKey, type User, type UserFilters } from './records'
 
+/** The longest `q` (a substring of name or email) a search takes. */
+export const MAX_QUERY_LENGTH = 200
+
 export interface SearchRequest {
   limit: number
   /** Ignored when a cursor is given. */

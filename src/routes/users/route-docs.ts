@@ -5,6 +5,8 @@ import {
   type HeaderParameter,
   OFFSET_PAGE_PARAMETERS,
 } from '../../http/openapi-schemas'
+import { MAX_EMAIL_LENGTH } from '../../users/fields'
+import { MAX_QUERY_LENGTH } from '../../users/search'
 import { UserPage, UserPageV2, UserView } from './schema'
 
 // The OpenAPI parts of the /users routes that are not their schemas.
@@ -45,13 +47,13 @@ export const V2_PARAMETERS: Parameters = [
   {
     name: 'email',
     in: 'query',
-    schema: { type: 'string' },
+    schema: { type: 'string', maxLength: MAX_EMAIL_LENGTH },
     description: 'exact email, compared without regard to case',
   },
   {
     name: 'q',
     in: 'query',
-    schema: { type: 'string', maxLength: 200 },
+    schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
     description: 'substring of name or email',
   },
 ]

@@ -1,6 +1,6 @@
 import { FormatRegistry, Type } from '@sinclair/typebox'
 import { type Static, t } from 'elysia'
-import { offsetPageOf } from '../../http/openapi-schemas'
+import { offsetPageOf, PageLimit } from '../../http/openapi-schemas'
 import {
   FIELD_RULES,
   isValidEmail,
@@ -107,7 +107,7 @@ export const UserPage = offsetPageOf(UserView)
 export const UserPageV2 = t.Object({
   data: t.Array(UserView),
   pagination: t.Object({
-    limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    limit: PageLimit,
     offset: t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
       description: 'null on a page chosen by cursor',
     }),

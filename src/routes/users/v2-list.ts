@@ -4,7 +4,7 @@ import { QueryReader } from '../../http/query'
 import { publicBaseUrl } from '../../http/request-context'
 import { readCursor, writeCursor } from '../../users/cursor'
 import { MAX_EMAIL_LENGTH } from '../../users/fields'
-import type { SearchResult } from '../../users/search'
+import { MAX_QUERY_LENGTH, type SearchResult } from '../../users/search'
 import type { UserStore } from '../../users/store'
 
 /**
@@ -29,7 +29,7 @@ export async function v2Page(
   }
   const filters = {
     email: query.string('email', { maxLength: MAX_EMAIL_LENGTH }),
-    q: query.string('q', { maxLength: 200 }),
+    q: query.string('q', { maxLength: MAX_QUERY_LENGTH }),
   }
   query.assertValid()
   const result = await users.search({ ...page, cursor, filters })

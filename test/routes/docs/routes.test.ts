@@ -283,3 +283,46 @@ describe('the documentation pages carry the console’s protective headers', () 
     expect(reply.headers.get('content-security-policy')).toContain(`style-src 'sha256-${hash}'`)
   })
 })
+
+describe('the numbers the document states are the numbers the service keeps', () => {
+  test('every list answers a page at its documented largest limit, and 422 one above it', async () => {
+    await using t = await makeTestApp()
+    const { apiKey } = await import('../../helpers/auth')
+    const headers = { 'x-api-key': await apiKey(t) }
+    const doc = (await t.get('/swagger/json')).body as {
+      paths: Record<
+        string,
+        {
+          get?: { parameters?: { name: string; schema: { maximum?: number; default?: number } }[] }
+        }
+      >
+    }
+    const lists = Object.entries(doc.paths).flatMap(([path, item]) => {
+      const limit = item.get?.parameters?.find((parameter) => parameter.name === 'limit')
+      return limit === undefined ? [] : [{ path, ...limit.schema }]
+    })
+    expect(lists.map((list) => list.path).sort()).toEqual([
+      '/api-keys',
+      '/uploads',
+      '/users',
+      '/v2/api-keys',
+      '/v2/uploads',
+      '/v2/users',
+      '/v2/webhooks/events',
+      '/webhooks/events',
+    ])
+    for (const { path, maximum, default: fallback } of lists) {
+      const largest = await t.get(`${path}?limit=${maximum}`, { headers })
+      expect({ path, status: largest.status }).toEqual({ path, status: 200 })
+      expect(largest.body.pagination.limit).toBe(maximum)
+      const unasked = await t.get(path, { headers })
+      expect({ path, limit: unasked.body.pagination.limit }).toEqual({ path, limit: fallback })
+      const over = await t.get(`${path}?limit=${(maximum as number) + 1}`, { headers })
+      expect({ path, status: over.status, field: over.body.error.details[0]?.field }).toEqual({
+        path,
+        status: 422,
+        field: 'limit',
+      })
+    }
+  })
+})
