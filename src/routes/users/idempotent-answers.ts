@@ -1,8 +1,16 @@
 import type { Transaction } from '../../db/unit'
 import { jsonResponse } from '../../http/json-response'
 import { type IdempotencyClaims, once, type StoredAnswer } from '../../idempotency/store'
-import { type NewUser, toView } from '../../users/records'
+import { type NewUser, toView, type UserRecord } from '../../users/records'
 import type { UserWrites } from '../../users/store'
+
+/**
+ * POST /users' 201, shaped once: the user's view and where it now lives. The first answer
+ * sends it; with an Idempotency-Key it is also what is stored and replayed.
+ */
+export function createdAnswer(user: UserRecord, listPath: string) {
+  return { status: 201, view: toView(user), location: `${listPath}/${user.id}` }
+}
 
 /** A stored answer as a Response: the first answer to a key, and every replay of it. */
 export function answerWith(answer: StoredAnswer, extra: Record<string, string> = {}): Response {
@@ -26,12 +34,8 @@ export async function createOnce(
 ): Promise<Response> {
   const { replayed, answer } = await transaction((tx) =>
     once(tx.idempotency, claim, async () => {
-      const user = await tx.users.create(input)
-      return {
-        status: 201,
-        body: JSON.stringify(toView(user)),
-        location: `${listPath}/${user.id}`,
-      }
+      const { status, view, location } = createdAnswer(await tx.users.create(input), listPath)
+      return { status, body: JSON.stringify(view), location }
     }),
   )
   return replayed ? replay(answer) : answerWith(answer)

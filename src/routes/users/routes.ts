@@ -26,7 +26,7 @@ import type { AuthPlugin } from '../auth/plugin'
 import { principalOf } from '../auth/principal'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
-import { createOnce, replay } from './idempotent-answers'
+import { createdAnswer, createOnce, replay } from './idempotent-answers'
 import {
   IDEMPOTENCY_KEY,
   IF_MATCH,
@@ -154,10 +154,10 @@ export function usersRoutes(
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
         const input = { name: body.name, email: body.email, passwordHash }
         if (key === null) {
-          const user = await users.create(input)
-          set.status = 201
-          set.headers.location = `${listPath}/${user.id}`
-          return toView(user)
+          const { status, view, location } = createdAnswer(await users.create(input), listPath)
+          set.status = status
+          set.headers.location = location
+          return view
         }
         return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
       },
