@@ -185,6 +185,13 @@ describe('the listening server', () => {
       })
       const text = await response.text()
       expect(text).not.toContain('<script>')
+      // The answer is the envelope, its link on a host of plain name characters.
+      expect(response.status).toBe(404)
+      const body = JSON.parse(text) as { error: { code: string; documentation_url: string } }
+      expect(body.error.code).toBe('NOT_FOUND')
+      expect(body.error.documentation_url).toMatch(
+        /^http:\/\/[a-z0-9.-]+(:\d+)?\/docs\/errors#NOT_FOUND$/,
+      )
     })
   })
 })

@@ -103,7 +103,10 @@ type Layer = keyof typeof LAYERS
 
 function layerOf(module: string): Layer | null {
   let found: { layer: Layer; length: number } | null = null
-  for (const [layer, { places }] of Object.entries(LAYERS) as [Layer, { places: readonly string[] }][]) {
+  for (const [layer, { places }] of Object.entries(LAYERS) as [
+    Layer,
+    { places: readonly string[] },
+  ][]) {
     for (const place of places) {
       if (inside(module, [place]) && (found === null || place.length > found.length)) {
         found = { layer, length: place.length }

@@ -73,7 +73,7 @@ describe('a client generated from the OpenAPI document, against the binary', () 
     const first = await client.GET('/users', { params: { query: { limit: 2 } } })
     expect(first.data?.pagination).toEqual({ limit: 2, offset: 0, total: 4 })
     const next = /<([^>]+)>; rel="next"/.exec(first.response.headers.get('link') ?? '')?.[1]
-    expect(next).toBeDefined()
+    expect(next).toMatch(/[?&]offset=2(&|$)/)
     const second = await client.GET('/users', {
       params: {
         query: { limit: 2, offset: Number(new URL(next as string).searchParams.get('offset')) },

@@ -44,10 +44,10 @@ describe('the SQLite and PostgreSQL schemas', () => {
 
   test('the shared-only list names tables and columns that exist', () => {
     const all = shape(pgTables)
-    for (const table of pg.SHARED_ONLY.tables) expect(all[table]).toBeDefined()
+    for (const table of pg.SHARED_ONLY.tables) expect(Object.keys(all)).toContain(table)
     for (const qualified of pg.SHARED_ONLY.columns) {
       const [table, column] = qualified.split('.') as [string, string]
-      expect(all[table]?.[column]).toBeDefined()
+      expect(Object.keys(all[table] ?? {})).toContain(column)
     }
   })
 })

@@ -65,7 +65,8 @@ describe('POST /webhooks', () => {
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({ received: true })
     await t.deps.webhooks.worker.settled()
-    expect(await userByEmail(t, 'new@example.com')).not.toBeNull()
+    const created = await userByEmail(t, 'new@example.com')
+    expect((await t.deps.users.get(created?.id ?? 0))?.name).toBe('New Person')
     expect(await events(t)).toEqual([
       {
         id: 'evt_created_1',
@@ -549,8 +550,13 @@ describe('a restart', () => {
     const second = await makeDeps(config, memoryLogger())
     second.webhooks.worker.start()
     await second.webhooks.worker.settled()
-    expect(await second.users.byEmail('a@example.com')).not.toBeNull()
-    expect(await second.users.byEmail('b@example.com')).not.toBeNull()
+    // Made by the handler: each a user without a password.
+    for (const email of ['a@example.com', 'b@example.com']) {
+      expect(await second.users.byEmail(email)).toEqual({
+        id: expect.any(Number),
+        passwordHash: null,
+      })
+    }
     expect(
       (await second.webhooks.inbox.list({ limit: 10, offset: 0 })).data.map((e) => e.status),
     ).toEqual(['processed', 'processed'])
