@@ -1,6 +1,7 @@
+import { type Backend, openBackend } from '../../src/backends/index'
 import { type Deps, makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
-import type { ManualClock } from '../../src/timers'
+import { ManualClock } from '../../src/timers'
 import { TEST_BACKEND, testData } from './app'
 
 /**
@@ -42,3 +43,32 @@ export const codeOf = (outcome: PromiseSettledResult<unknown>) =>
   outcome.status === 'fulfilled'
     ? 'ok'
     : ((outcome.reason as { errorCode?: string }).errorCode ?? 'error')
+
+/**
+ * Two opened backends (every store's rows, no rules on top) on one database of the run's
+ * backend, for the contract suites of interfaces a backend implements alone (upload records,
+ * the webhook inbox): on PostgreSQL two pools; on SQLite `b` is `a`.
+ */
+export async function twoBackends(clock: ManualClock = new ManualClock(Date.now())) {
+  const data = await testData()
+  const options = { now: clock.date, clock: clock.now, log: memoryLogger(), onCommit: () => {} }
+  let a: Backend
+  let b: Backend
+  try {
+    a = await openBackend(data.config, options)
+    b = TEST_BACKEND === 'postgres' ? await openBackend(data.config, options) : a
+  } catch (error) {
+    await data[Symbol.asyncDispose]()
+    throw error
+  }
+  return {
+    a,
+    b,
+    clock,
+    async [Symbol.asyncDispose]() {
+      await a.close()
+      if (b !== a) await b.close()
+      await data[Symbol.asyncDispose]()
+    },
+  }
+}

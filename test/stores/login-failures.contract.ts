@@ -18,7 +18,7 @@ const isPlace = (outcome: LoginAttempt | { retryAfter: number }): outcome is Log
 
 /**
  * What every LoginFailureLog promises the limiter, in memory (one process) or in a shared
- * database (test/postgres/login-failures.test.ts, where `other` is a second instance).
+ * database (where `other` is a second instance): test/stores/login-failures.test.ts.
  */
 export function loginFailureLogContract(name: string, make: () => Promise<MadeLog>) {
   const limiters = (made: MadeLog) => {

@@ -1,0 +1,72 @@
+import { describe, expect, test } from 'bun:test'
+import { ManualClock } from '../../src/timers'
+import { twoInstances } from '../helpers/stores'
+
+// The API key store's contract, on SQLite (npm test) and on PostgreSQL with two instances
+// (npm run test:postgres). See test/helpers/stores.ts.
+
+describe('API key store contract (two instances where the backend is shared)', () => {
+  test('a key made on one instance authenticates on the other; only its prefix is kept', async () => {
+    await using env = await twoInstances()
+    const created = await env.a.apiKeys.create('ci')
+    expect(created.key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/)
+    expect(created.key.startsWith(created.prefix)).toBe(true)
+    expect(await env.b.apiKeys.authenticate(created.key)).toEqual({ id: created.id, name: 'ci' })
+    for (const wrong of ['', 'rk_short', `${created.key}x`, created.key.replace('rk_', 'rt_')]) {
+      expect(await env.b.apiKeys.authenticate(wrong)).toBeNull()
+    }
+  })
+
+  test('a use is recorded (last_used_at) without anyone waiting for it', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-23T12:00:00Z'))
+    await using env = await twoInstances(clock)
+    const created = await env.a.apiKeys.create('ci')
+    expect((await env.a.apiKeys.list({ limit: 10, offset: 0 })).data[0]?.last_used_at).toBeNull()
+    await env.b.apiKeys.authenticate(created.key)
+    const deadline = Date.now() + 5000
+    let lastUsed: string | null | undefined = null
+    while (lastUsed === null && Date.now() < deadline) {
+      lastUsed = (await env.a.apiKeys.list({ limit: 10, offset: 0 })).data[0]?.last_used_at
+      if (lastUsed === null) await Bun.sleep(10)
+    }
+    expect(lastUsed).toBe('2026-11-23T12:00:00.000Z')
+  })
+
+  test('the list is the active keys, oldest first, paged with its total', async () => {
+    await using env = await twoInstances()
+    const made = []
+    for (const name of ['one', 'two', 'three']) made.push(await env.a.apiKeys.create(name))
+    await env.a.apiKeys.revoke(made[1]?.id as number)
+    const page = await env.b.apiKeys.list({ limit: 1, offset: 1 })
+    expect(page.total).toBe(2)
+    expect(page.data.map((key) => key.name)).toEqual(['three'])
+    expect(JSON.stringify(page)).not.toContain(made[2]?.key as string)
+  })
+
+  test('revoking a key revokes every key made from it, at any depth, for every instance', async () => {
+    await using env = await twoInstances()
+    const root = await env.a.apiKeys.create('root')
+    const child = await env.a.apiKeys.create('child', root.id)
+    const grandchild = await env.b.apiKeys.create('grandchild', child.id)
+    const other = await env.a.apiKeys.create('other')
+    expect(await env.a.apiKeys.revoke(root.id)).toBe(true)
+    for (const key of [root, child, grandchild]) {
+      expect(await env.b.apiKeys.authenticate(key.key)).toBeNull()
+    }
+    expect(await env.b.apiKeys.authenticate(other.key)).toEqual({ id: other.id, name: 'other' })
+    expect(await env.b.apiKeys.revoke(root.id)).toBe(false)
+    expect(await env.b.apiKeys.revoke(999_999)).toBe(false)
+  })
+
+  test('one key revoked on both instances at once: exactly one revocation counts', async () => {
+    await using env = await twoInstances()
+    for (let round = 0; round < 10; round++) {
+      const key = await env.a.apiKeys.create(`k${round}`)
+      const outcomes = await Promise.all([
+        env.a.apiKeys.revoke(key.id),
+        env.b.apiKeys.revoke(key.id),
+      ])
+      expect(outcomes.sort()).toEqual([false, true])
+    }
+  })
+})
