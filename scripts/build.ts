@@ -3,7 +3,8 @@
 // only (identifier minifying breaks Elysia), a source map, no .env or bunfig.toml read at run
 // time, and the build's commit, date and target compiled in for `roster --version`.
 // Usage: bun scripts/build.ts [--target bun-linux-arm64] [--outfile dist/roster]
-import { join, resolve } from 'node:path'
+import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ASSETS_MODULE, assetsModule, bundleConsole } from './build-console'
 
@@ -13,6 +14,9 @@ export const BUILD_FLAGS = [
   '--compile',
   '--bytecode',
   '--format=esm',
+  // A module imported with import() is loaded when it is first imported, not at start: serve
+  // starts without the other commands, PostgreSQL's and S3's code or the OpenAPI generator.
+  '--splitting',
   '--minify-whitespace',
   '--minify-syntax',
   '--sourcemap',
@@ -36,6 +40,9 @@ export function gitCommit(): string {
   return `${head.stdout.toString().trim()}${dirty ? '-dirty' : ''}`
 }
 
+/** Where a build leaves the source maps of an executable's chunks (not shipped). */
+export const mapsOf = (outfile: string) => `${outfile}.maps`
+
 /** Builds one executable; throws with bun's output when the build fails. */
 export function build(options: {
   target?: string
@@ -49,6 +56,10 @@ export function build(options: {
     date: options.date ?? new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
     target,
   }
+  // The split bundle writes a source map per chunk beside the executable: built in a folder of
+  // its own, the executable is moved to its place and the maps into `<outfile>.maps/`.
+  mkdirSync(dirname(options.outfile), { recursive: true })
+  const scratch = mkdtempSync(join(dirname(options.outfile), '.build-'))
   const command = [
     process.execPath,
     'build',
@@ -57,13 +68,20 @@ export function build(options: {
     `--target=${target}`,
     `--define=ROSTER_BUILD=${JSON.stringify(info)}`,
     '--outfile',
-    options.outfile,
+    join(scratch, basename(options.outfile)),
   ]
-  const result = Bun.spawnSync(command, { cwd: root, stdout: 'pipe', stderr: 'pipe' })
-  if (result.exitCode !== 0) {
-    throw new Error(
-      `bun build for ${target} failed:\n${result.stdout.toString()}${result.stderr.toString()}`,
-    )
+  try {
+    const result = Bun.spawnSync(command, { cwd: root, stdout: 'pipe', stderr: 'pipe' })
+    if (result.exitCode !== 0) {
+      throw new Error(
+        `bun build for ${target} failed:\n${result.stdout.toString()}${result.stderr.toString()}`,
+      )
+    }
+    renameSync(join(scratch, basename(options.outfile)), options.outfile)
+    rmSync(mapsOf(options.outfile), { recursive: true, force: true })
+    renameSync(scratch, mapsOf(options.outfile))
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
   }
   return info
 }

@@ -6,7 +6,7 @@ import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pkg from '../package.json'
-import { assertConsoleCurrent, build, gitCommit } from './build'
+import { assertConsoleCurrent, build, gitCommit, mapsOf } from './build'
 
 const root = join(import.meta.dir, '..')
 export const RELEASE_DIR = join(root, 'dist/release')
@@ -61,9 +61,8 @@ if (import.meta.main) {
     const started = performance.now()
     const outfile = join(RELEASE_DIR, artifactName(name))
     build({ target, outfile, commit, date })
-    // The source map is for our own debugging, not shipped beside the executable.
-    rmSync(`${outfile}.map`, { force: true })
-    rmSync(`${outfile.replace(/\.exe$/, '')}.map`, { force: true })
+    // The source maps are for our own debugging, not shipped beside the executable.
+    rmSync(mapsOf(outfile), { recursive: true, force: true })
     const seconds = ((performance.now() - started) / 1000).toFixed(1)
     console.log(
       `${artifactName(name).padEnd(34)} ${mib(statSync(outfile).size).padStart(10)}  (${seconds} s)`,

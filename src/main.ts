@@ -1,16 +1,9 @@
-import { CopyError } from './backends/copy'
 import { BackupError } from './backends/sqlite/backup'
 import { StorageOpenError } from './backends/storage'
 import { versionLine } from './build-info'
-import * as backup from './cli/backup'
-import * as copy from './cli/copy'
-import * as keys from './cli/keys'
-import * as migrate from './cli/migrate'
-import * as openapi from './cli/openapi'
 import * as serve from './cli/serve'
-import * as users from './cli/users'
 import { ConfigError } from './config'
-import { DatabaseOpenError } from './db/errors'
+import { CopyError, DatabaseOpenError } from './db/errors'
 import { DataDirError, VERSION } from './deps'
 import { ServerStartError } from './server'
 import { ImportFileError } from './users/import-records'
@@ -37,14 +30,18 @@ ${serve.SERVE_HELP().replace(/^Usage: .*\n\n/, '')}`
 
 type Command = (args: string[], env: Record<string, string | undefined>) => number | Promise<number>
 
-const COMMANDS: Record<string, Command> = {
-  serve: serve.run,
-  migrate: migrate.run,
-  openapi: openapi.run,
-  keys: keys.run,
-  users: users.run,
-  backup: backup.run,
-  copy: copy.run,
+/**
+ * Each command's module, loaded when it runs: the binary evaluates only what the command uses
+ * (the build splits the bundle), so `serve` starts without the import, export and copy code.
+ */
+const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
+  serve: () => Promise.resolve(serve),
+  migrate: () => import('./cli/migrate'),
+  openapi: () => import('./cli/openapi'),
+  keys: () => import('./cli/keys'),
+  users: () => import('./cli/users'),
+  backup: () => import('./cli/backup'),
+  copy: () => import('./cli/copy'),
 }
 
 /** Failures a user can act on: one line, no stack. */
@@ -80,7 +77,8 @@ export async function main(
     return 2
   }
   try {
-    return await command(isCommand ? rest : argv, env)
+    const { run } = await command()
+    return await run(isCommand ? rest : argv, env)
   } catch (error) {
     const expected = EXPECTED.some((kind) => error instanceof kind)
     console.error(`roster: ${expected ? (error as Error).message : describeUnexpected(error)}`)

@@ -1,7 +1,6 @@
 import type { Config } from '../config'
 import type { Logger } from '../log'
 import type { Backend } from './backend'
-import { openPostgresBackend } from './postgres/index'
 import { openSqliteBackend } from './sqlite/index'
 
 export type { Backend, UnitRows } from './backend'
@@ -19,8 +18,10 @@ export interface BackendOptions {
  * The database the config names, opened and migrated: SQLite in the data directory without a
  * --database-url, else the database its URL's scheme names. The one place a backend is chosen.
  */
-export function openBackend(config: Config, options: BackendOptions): Promise<Backend> {
+export async function openBackend(config: Config, options: BackendOptions): Promise<Backend> {
   const { databaseUrl } = config
-  if (databaseUrl === null) return Promise.resolve(openSqliteBackend(config, options))
+  if (databaseUrl === null) return openSqliteBackend(config, options)
+  // Loaded only when chosen: the embedded default starts without PostgreSQL's code.
+  const { openPostgresBackend } = await import('./postgres/index')
   return openPostgresBackend({ ...config, databaseUrl }, options)
 }

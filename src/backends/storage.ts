@@ -3,8 +3,8 @@ import type { Config } from '../config'
 import { ConfigError } from '../config-values'
 import type { FileStore } from '../storage/file-store'
 import { LocalDiskStore } from '../storage/local-disk'
-import { type BucketAccess, IncompleteUploads } from '../storage/multipart-uploads'
-import { type BucketLocation, S3Store } from '../storage/s3'
+import type { BucketAccess } from '../storage/multipart-uploads'
+import type { BucketLocation } from '../storage/s3'
 import type { Backend } from './backend'
 
 /** Storage the server cannot use: no credentials, or a bucket that does not answer. */
@@ -30,6 +30,11 @@ export async function openFileStore(
     )
   }
   const { client, location, access } = bucketClient(config.storage, env)
+  // Loaded only for a bucket: the embedded default starts without the S3 code.
+  const [{ S3Store }, { IncompleteUploads }] = await Promise.all([
+    import('../storage/s3'),
+    import('../storage/multipart-uploads'),
+  ])
   const store = new S3Store(client, location, new IncompleteUploads(access))
   try {
     await store.check()

@@ -1,4 +1,3 @@
-import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
 import { ERROR_CODES, type ErrorCode } from '../../errors/errors'
 import { ErrorEnvelope, HEADER_PARAMETERS } from '../../http/openapi-schemas'
@@ -63,7 +62,10 @@ function documentation(version: string) {
  * /swagger/json and by `roster openapi`: Elysia's document, then made to say what the tools
  * people feed it to expect (see publish).
  */
-export function openApiDocument(app: AnyElysia, version: string): Json {
+export async function openApiDocument(app: AnyElysia, version: string): Promise<Json> {
+  // Loaded when the document is first asked for: the generator is a large module that start-up
+  // would otherwise evaluate for every server (spawn to first 200, bench/README).
+  const { toOpenAPISchema } = await import('@elysiajs/openapi')
   const { paths, components } = toOpenAPISchema(app, { paths: EXCLUDED_PATHS })
   const base = documentation(version)
   const document: Json = {

@@ -61,15 +61,23 @@ export function docsRoutes(version: string) {
     ]),
     'content-type': 'text/html; charset=utf-8',
   }
-  let document: object | null = null
+  let document: Promise<object> | null = null
   const docs = new Elysia({ name: 'docs' })
   return docs
     .get('/swagger', () => new Response(SWAGGER_PAGE, { headers: SWAGGER_HEADERS }), {
       detail: { hide: true },
     })
-    .get('/swagger/json', () => (document ??= openApiDocument(docs, version)), {
-      detail: { hide: true },
-    })
+    .get(
+      '/swagger/json',
+      // async: Elysia awaits a handler it sees is async, not a promise a plain function returns.
+      async () => {
+        document ??= openApiDocument(docs, version)
+        return await document
+      },
+      {
+        detail: { hide: true },
+      },
+    )
     .get('/swagger/assets/swagger-ui-bundle.js', () => asset(swaggerJs, 'text/javascript'), {
       detail: { hide: true },
     })
