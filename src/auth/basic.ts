@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomText } from '../db/random-id'
 import type { SignedInUser } from './sessions'
 
 export interface BasicCredentials {
@@ -45,7 +45,7 @@ interface CachedVerification {
  * change (a new hash), an email change or a deletion drops the entry on its next use.
  */
 export class BasicCache {
-  private readonly key = randomBytes(32).toString('base64')
+  private readonly key = randomText(32, 'base64')
   private readonly entries = new Map<string, CachedVerification>()
 
   constructor(private readonly now: () => number) {}

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto'
+import { randomText } from '../db/random-id'
 
 /** 32 random bytes as base64url after a recognisable prefix (so leaked secrets can be spotted). */
 export function newSecret(prefix: string): string {
-  return prefix + randomBytes(32).toString('base64url')
+  return prefix + randomText(32, 'base64url')
 }
 
 /** A secret is always `prefix` + 43 base64url characters; anything else is not ours. */

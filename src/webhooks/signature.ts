@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
 import { AppError } from '../errors/errors'
 
 export type WebhookScheme = 'standard' | 'stripe' | 'sha256'
@@ -167,10 +166,13 @@ function matchesAny(
 ): boolean {
   let matched = false
   for (const key of keys) {
-    const expected = createHmac('sha256', key).update(prefix).update(body).digest()
+    const expected = new Bun.CryptoHasher('sha256', key).update(prefix).update(body).digest()
     for (const signature of given) {
       // timingSafeEqual throws on a length mismatch; a wrong length is simply no match.
-      if (signature.byteLength === expected.byteLength && timingSafeEqual(signature, expected))
+      if (
+        signature.byteLength === expected.byteLength &&
+        crypto.timingSafeEqual(signature, expected)
+      )
         matched = true
     }
   }

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto'
 import { lt, sql } from 'drizzle-orm'
 import {
   answerOf,
@@ -74,7 +73,7 @@ export function createSqliteIdempotencyStore(
     },
 
     fingerprint(body: unknown): string {
-      return createHmac('sha256', secret).update(canonicalJson(body)).digest('base64url')
+      return new Bun.CryptoHasher('sha256', secret).update(canonicalJson(body)).digest('base64url')
     },
 
     lookup: (scope, key, fingerprint) =>

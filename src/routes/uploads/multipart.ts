@@ -1,5 +1,4 @@
-import { Readable } from 'node:stream'
-import busboy from 'busboy'
+import type busboy from 'busboy'
 import { fieldDetail } from '../../errors/details'
 import {
   AppError,
@@ -34,7 +33,11 @@ const MAX_FIELD_BYTES = 8 * 1024
  * A missing boundary is a VALIDATION_ERROR, repeated or overlong fields are problems of the
  * form, limits 413, a malformed or cut body 400.
  */
-export function multipartForm(request: Request, limits: MultipartLimits): RequestForm {
+export async function multipartForm(
+  request: Request,
+  limits: MultipartLimits,
+): Promise<RequestForm> {
+  const { Readable, busboy } = await streamParts()
   const contentType = request.headers.get('content-type') ?? ''
   let parser: busboy.Busboy
   try {
@@ -127,6 +130,18 @@ export function multipartForm(request: Request, limits: MultipartLimits): Reques
     },
     close: () => source.destroy(),
   }
+}
+
+/**
+ * busboy and node:stream, loaded by the first multipart upload rather than at start: node:stream
+ * alone adds about 7 ms to every start of the binary (bench/README, issue 27).
+ */
+async function streamParts() {
+  const [{ Readable }, { default: busboy }] = await Promise.all([
+    import('node:stream'),
+    import('busboy'),
+  ])
+  return { Readable, busboy }
 }
 
 /**

@@ -34,7 +34,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
   const view = (upload: UploadRecord) => uploadView(upload, prefix)
 
   /** The upload form the body holds, by its type; a body that is not 415. */
-  function formOf(request: Request): RequestForm {
+  async function formOf(request: Request): Promise<RequestForm> {
     const type = cleanContentType(request.headers.get('content-type'))
     if (type === 'multipart/form-data') return multipartForm(request, config)
     if (type === 'application/octet-stream') return rawForm(request, config)
@@ -46,7 +46,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
     .post(
       '/upload',
       async ({ request, set }) => {
-        const form = formOf(request)
+        const form = await formOf(request)
         let upload: UploadRecord
         try {
           upload = await uploads.accept(form, ownerOf(principalOf(set)))
