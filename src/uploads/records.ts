@@ -68,6 +68,16 @@ export interface UploadRecords {
   list(page: PageRequest): Promise<{ data: UploadRecord[]; total: number }>
 }
 
+/** An uploads row as both databases store it (`public`: 0 or 1 in SQLite, a boolean in PostgreSQL). */
+export interface UploadRow {
+  id: string
+  description: string | null
+  public: boolean | number
+  owner_user_id: number | null
+  owner_key_id: number | null
+  created_at: string
+}
+
 /** A files row as both databases store it. */
 export interface FileRow {
   id: string
@@ -77,6 +87,27 @@ export interface FileRow {
   content_type: string
   size: number
   sha256: string
+}
+
+export function uploadOfRow(row: UploadRow, files: readonly FileRow[]): UploadRecord {
+  return {
+    id: row.id,
+    description: row.description,
+    isPublic: Boolean(row.public),
+    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+    createdAt: row.created_at,
+    files: files.map(fileOfRow),
+  }
+}
+
+/** A files row joined with what access to it depends on, its upload's columns. */
+export function storedFileOfRow(row: FileRow & Omit<UploadRow, 'id'>): StoredFile {
+  return {
+    ...fileOfRow(row),
+    uploadId: row.upload_id,
+    isPublic: Boolean(row.public),
+    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
+  }
 }
 
 export function fileOfRow(row: FileRow): FileRecord {

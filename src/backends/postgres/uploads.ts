@@ -1,22 +1,15 @@
 import type { SQL } from 'bun'
 import {
   type FileRow,
-  fileOfRow,
   type NewUpload,
   type StoredFile,
+  storedFileOfRow,
   type UploadRecord,
   type UploadRecords,
+  type UploadRow,
+  uploadOfRow,
 } from '../../uploads/records'
 import { countOf, pageOf, type WithTotal } from './page'
-
-interface UploadRow {
-  id: string
-  description: string | null
-  public: boolean
-  owner_user_id: number | null
-  owner_key_id: number | null
-  created_at: string
-}
 
 const FILE_COLUMNS = 'id, upload_id, field, filename, content_type, size::float8 AS size, sha256'
 
@@ -42,7 +35,7 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
   const readUpload = async (q: SQL, id: string): Promise<UploadRecord | null> => {
     const [row] = await q<UploadRow[]>`SELECT * FROM uploads WHERE id = ${id}`
     if (row === undefined) return null
-    return toRecord(row, (await filesOf(q, [id])).get(id) ?? [])
+    return uploadOfRow(row, (await filesOf(q, [id])).get(id) ?? [])
   }
 
   return {
@@ -73,12 +66,7 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
         [id],
       )
       if (row === undefined) return null
-      return {
-        ...fileOfRow(row),
-        uploadId: row.upload_id,
-        isPublic: row.public,
-        owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
-      }
+      return storedFileOfRow(row)
     },
 
     async remove(id: string): Promise<string[] | null> {
@@ -112,19 +100,8 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
           tx,
           data.map((row) => row.id),
         )
-        return { data: data.map((row) => toRecord(row, files.get(row.id) ?? [])), total }
+        return { data: data.map((row) => uploadOfRow(row, files.get(row.id) ?? [])), total }
       })
     },
-  }
-}
-
-function toRecord(row: UploadRow, files: FileRow[]): UploadRecord {
-  return {
-    id: row.id,
-    description: row.description,
-    isPublic: row.public,
-    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
-    createdAt: row.created_at,
-    files: files.map(fileOfRow),
   }
 }

@@ -1,22 +1,15 @@
 import {
   type FileRow,
-  fileOfRow,
   type NewUpload,
   type StoredFile,
+  storedFileOfRow,
   type UploadRecord,
   type UploadRecords,
+  type UploadRow,
+  uploadOfRow,
 } from '../../uploads/records'
 import type { Store } from './connection'
 import { settle } from './settle'
-
-interface UploadRow {
-  id: string
-  description: string | null
-  public: number
-  owner_user_id: number | null
-  owner_key_id: number | null
-  created_at: string
-}
 
 /** Upload and file rows in SQLite (see UploadRecords). */
 export function createSqliteUploadRecords(store: Store, now: () => Date): UploadRecords {
@@ -48,12 +41,12 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Upload
     'SELECT * FROM uploads ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
   )
   const readPage = reader.transaction((page: { limit: number; offset: number }) => ({
-    data: newest.all(page.limit, page.offset).map((row) => toRecord(row, filesOf.all(row.id))),
+    data: newest.all(page.limit, page.offset).map((row) => uploadOfRow(row, filesOf.all(row.id))),
     total: total.get()?.n ?? 0,
   }))
   const readUpload = (id: string): UploadRecord | null => {
     const row = uploadById.get(id)
-    return row === null ? null : toRecord(row, filesOf.all(id))
+    return row === null ? null : uploadOfRow(row, filesOf.all(id))
   }
 
   return {
@@ -90,12 +83,7 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Upload
       settle((): StoredFile | null => {
         const row = fileById.get(id)
         if (row === null) return null
-        return {
-          ...fileOfRow(row),
-          uploadId: row.upload_id,
-          isPublic: row.public === 1,
-          owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
-        }
+        return storedFileOfRow(row)
       }),
 
     remove: (id) =>
@@ -108,16 +96,5 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Upload
     list: (page) => settle(() => readPage(page)),
     registered: (fileIds) =>
       settle(() => new Set(fileIds.filter((id) => fileExists.get(id) !== null))),
-  }
-}
-
-function toRecord(row: UploadRow, files: FileRow[]): UploadRecord {
-  return {
-    id: row.id,
-    description: row.description,
-    isPublic: row.public === 1,
-    owner: { userId: row.owner_user_id, keyId: row.owner_key_id },
-    createdAt: row.created_at,
-    files: files.map(fileOfRow),
   }
 }

@@ -132,16 +132,21 @@ export async function multipartForm(
   }
 }
 
+/** The parser's modules once the first multipart upload has loaded them. */
+let loaded: Promise<{
+  Readable: typeof import('node:stream').Readable
+  busboy: typeof import('busboy')
+}> | null = null
+
 /**
  * busboy and node:stream, loaded by the first multipart upload rather than at start: node:stream
  * alone adds about 7 ms to every start of the binary (bench/README, issue 27).
  */
-async function streamParts() {
-  const [{ Readable }, { default: busboy }] = await Promise.all([
-    import('node:stream'),
-    import('busboy'),
-  ])
-  return { Readable, busboy }
+function streamParts() {
+  loaded ??= Promise.all([import('node:stream'), import('busboy')]).then(
+    ([{ Readable }, { default: busboy }]) => ({ Readable, busboy }),
+  )
+  return loaded
 }
 
 /**
