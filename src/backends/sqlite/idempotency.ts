@@ -8,6 +8,7 @@ import {
   type StoredAnswer,
 } from '../../idempotency/store'
 import type { Store } from './connection'
+import { firstUse } from './first-use'
 import { idempotencyKeys } from './schema'
 import { installSecret } from './settings'
 import { settle } from './settle'
@@ -36,29 +37,31 @@ export function createSqliteIdempotencyStore(
   // Before the work, committed answers (the reader); inside the write, the writer's view too.
   const findCommitted = store.reader.query<StoredRow, [string, string, number]>(findText)
   const findCurrent = db.$client.query<StoredRow, [string, string, number]>(findText)
-  const save = db
-    .insert(idempotencyKeys)
-    .values({
-      scope: sql.placeholder('scope'),
-      key: sql.placeholder('key'),
-      fingerprint: sql.placeholder('fingerprint'),
-      status: sql.placeholder('status'),
-      body: sql.placeholder('body'),
-      location: sql.placeholder('location'),
-      createdAt: sql.placeholder('createdAt'),
-    })
-    // An expired row for the same key may still be there; the new answer takes its place.
-    .onConflictDoUpdate({
-      target: [idempotencyKeys.scope, idempotencyKeys.key],
-      set: {
-        fingerprint: sql`excluded.fingerprint`,
-        status: sql`excluded.status`,
-        body: sql`excluded.body`,
-        location: sql`excluded.location`,
-        createdAt: sql`excluded.created_at`,
-      },
-    })
-    .prepare()
+  const save = firstUse(() =>
+    db
+      .insert(idempotencyKeys)
+      .values({
+        scope: sql.placeholder('scope'),
+        key: sql.placeholder('key'),
+        fingerprint: sql.placeholder('fingerprint'),
+        status: sql.placeholder('status'),
+        body: sql.placeholder('body'),
+        location: sql.placeholder('location'),
+        createdAt: sql.placeholder('createdAt'),
+      })
+      // An expired row for the same key may still be there; the new answer takes its place.
+      .onConflictDoUpdate({
+        target: [idempotencyKeys.scope, idempotencyKeys.key],
+        set: {
+          fingerprint: sql`excluded.fingerprint`,
+          status: sql`excluded.status`,
+          body: sql`excluded.body`,
+          location: sql`excluded.location`,
+          createdAt: sql`excluded.created_at`,
+        },
+      })
+      .prepare(),
+  )
 
   const findClaim = (scope: string, key: string, fingerprint: string) =>
     answerOf(findCurrent.get(scope, key, now() - IDEMPOTENCY_TTL_MS), key, fingerprint)
@@ -68,7 +71,7 @@ export function createSqliteIdempotencyStore(
       claim: (scope, key, fingerprint) => settle(() => findClaim(scope, key, fingerprint)),
       complete: (scope, key, fingerprint, answer) =>
         settle(() => {
-          save.run({ scope, key, fingerprint, ...answer, createdAt: now() })
+          save().run({ scope, key, fingerprint, ...answer, createdAt: now() })
         }),
     },
 

@@ -1,15 +1,22 @@
-import { eq } from 'drizzle-orm'
 import { randomText } from '../../db/random-id'
 import type { Db } from './connection'
-import { settings } from './schema'
 
-/** A random secret kept in the database, created the first time it is asked for. */
+/**
+ * A random secret kept in the database, created the first time it is asked for. Plain
+ * statements, not Drizzle's builders: this runs at every start, where a builder's first use
+ * costs milliseconds.
+ */
 export function installSecret(db: Db, name: string): Buffer {
-  const existing = db.select().from(settings).where(eq(settings.key, name)).get()
-  if (existing !== undefined) return Buffer.from(existing.value, 'base64')
+  const read = db.$client.query<{ value: string }, [string]>(
+    'SELECT value FROM settings WHERE key = ?',
+  )
+  const existing = read.get(name)
+  if (existing !== null) return Buffer.from(existing.value, 'base64')
   const value = randomText(32, 'base64')
-  db.insert(settings).values({ key: name, value }).onConflictDoNothing().run()
+  db.$client.run('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING', [
+    name,
+    value,
+  ])
   // Re-read: another process may have created it first.
-  const stored = db.select().from(settings).where(eq(settings.key, name)).get()
-  return Buffer.from(stored?.value ?? value, 'base64')
+  return Buffer.from(read.get(name)?.value ?? value, 'base64')
 }

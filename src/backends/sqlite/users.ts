@@ -23,6 +23,7 @@ import {
 import type { UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
 import { neutralUnique } from './errors'
+import { firstUse } from './first-use'
 import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
@@ -84,38 +85,44 @@ export function createSqliteUserRows(
     data: page.all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))
-  const insert = db
-    .insert(users)
-    .values({
-      name: sql.placeholder('name'),
-      email: sql.placeholder('email'),
-      emailKey: sql.placeholder('emailKey'),
-      passwordHash: sql.placeholder('passwordHash'),
-      createdAt: sql.placeholder('at'),
-      updatedAt: sql.placeholder('at'),
-    })
-    .returning(recordColumns)
-    .prepare()
+  const insert = firstUse(() =>
+    db
+      .insert(users)
+      .values({
+        name: sql.placeholder('name'),
+        email: sql.placeholder('email'),
+        emailKey: sql.placeholder('emailKey'),
+        passwordHash: sql.placeholder('passwordHash'),
+        createdAt: sql.placeholder('at'),
+        updatedAt: sql.placeholder('at'),
+      })
+      .returning(recordColumns)
+      .prepare(),
+  )
   // One statement for every update: a null placeholder keeps the column as it is.
   const keep = (column: SQLiteColumn, name: string) =>
     sql`coalesce(${sql.placeholder(name)}, ${column})`
-  const update = db
-    .update(users)
-    .set({
-      name: keep(users.name, 'name'),
-      email: keep(users.email, 'email'),
-      emailKey: keep(users.emailKey, 'emailKey'),
-      passwordHash: keep(users.passwordHash, 'passwordHash'),
-      version: sql`${users.version} + 1`,
-      updatedAt: sql`${sql.placeholder('at')}`,
-    })
-    .where(eq(users.id, sql.placeholder('id')))
-    .returning(recordColumns)
-    .prepare()
-  const remove = db
-    .delete(users)
-    .where(eq(users.id, sql.placeholder('id')))
-    .prepare()
+  const update = firstUse(() =>
+    db
+      .update(users)
+      .set({
+        name: keep(users.name, 'name'),
+        email: keep(users.email, 'email'),
+        emailKey: keep(users.emailKey, 'emailKey'),
+        passwordHash: keep(users.passwordHash, 'passwordHash'),
+        version: sql`${users.version} + 1`,
+        updatedAt: sql`${sql.placeholder('at')}`,
+      })
+      .where(eq(users.id, sql.placeholder('id')))
+      .returning(recordColumns)
+      .prepare(),
+  )
+  const remove = firstUse(() =>
+    db
+      .delete(users)
+      .where(eq(users.id, sql.placeholder('id')))
+      .prepare(),
+  )
   const searches = new SearchStatements(sqlite)
   const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
@@ -129,7 +136,7 @@ export function createSqliteUserRows(
     insert(input: NewUser): UserRecord {
       return neutralUnique(
         () =>
-          insert.get({
+          insert().get({
             name: input.name.trim(),
             email: input.email,
             emailKey: emailKey(input.email),
@@ -144,7 +151,7 @@ export function createSqliteUserRows(
         checkGuard(currentById.get(id), guard)
         return neutralUnique(
           () =>
-            update.get({
+            update().get({
               id,
               name: changes.name?.trim() ?? null,
               email: changes.email ?? null,
@@ -159,7 +166,7 @@ export function createSqliteUserRows(
     remove(id: number, guard: WriteGuard): void {
       transaction(() => {
         checkGuard(currentById.get(id), guard)
-        remove.run({ id })
+        remove().run({ id })
       })
     },
   }
