@@ -122,7 +122,7 @@ function routeInputs(deps: Deps) {
       auth,
       figuresNeedKey: config.usersAccess === 'protected',
     },
-    userExport: { auth, users, clock },
+    userExport: { auth, users, clock, usersAccess: config.usersAccess },
     users: {
       auth,
       users,
@@ -138,7 +138,7 @@ function routeInputs(deps: Deps) {
       credentials: deps.credentials,
       config,
     },
-    apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config },
+    apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config, clock },
     uploads: {
       auth,
       uploads: deps.uploads,

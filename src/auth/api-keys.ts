@@ -1,4 +1,5 @@
 import type { PageRequest } from '../db/page'
+import { type Grant, grantsOf, grantsText } from './access'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
 export const API_KEY_PREFIX = 'rk_'
@@ -15,6 +16,10 @@ export interface ApiKeyView {
   last_used_at: string | null
   /** The key that made this one through the API; null when made on the command line. */
   parent_id: number | null
+  /** `["*"]` (every scope) or the scopes, in the contract's order. */
+  scopes: Grant[]
+  /** When the key stops working; null: never. */
+  expires_at: string | null
 }
 
 export interface CreatedApiKey {
@@ -23,6 +28,26 @@ export interface CreatedApiKey {
   prefix: string
   key: string
   created_at: string
+  parent_id: number | null
+  scopes: Grant[]
+  expires_at: string | null
+}
+
+/** What a new key is made with. */
+export interface NewApiKey {
+  name: string
+  /** The key that asked for it (none from the command line or a signed-in admin). */
+  parentId?: number | null
+  scopes: readonly Grant[]
+  /** ISO time; null or absent: the key does not expire. */
+  expiresAt?: string | null
+}
+
+/** The caller a valid key stands for. */
+export interface KeyHolder {
+  id: number
+  name: string
+  scopes: readonly Grant[]
 }
 
 /**
@@ -31,7 +56,7 @@ export interface CreatedApiKey {
  */
 export interface ApiKeyStore {
   /** A new key; `parentId` is the key that asked for it (none from the command line). */
-  create(name: string, parentId?: number | null): Promise<CreatedApiKey>
+  create(key: NewApiKey): Promise<CreatedApiKey>
   /** The active keys, oldest first. */
   list(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
   /**
@@ -39,8 +64,11 @@ export interface ApiKeyStore {
    * when the key was active; false when there was none with that id.
    */
   revoke(id: number): Promise<boolean>
-  /** The key's id and name if it is valid and not revoked; records when it was last used. */
-  authenticate(key: string): Promise<{ id: number; name: string } | null>
+  /**
+   * The key's id, name and scopes if it is valid: not revoked, not expired. Records when it was
+   * last used.
+   */
+  authenticate(key: string): Promise<KeyHolder | null>
 }
 
 export interface NewApiKeyRow {
@@ -49,19 +77,29 @@ export interface NewApiKeyRow {
   keyHash: string
   createdAt: string
   parentId: number | null
+  /** Space-separated (grantsText). */
+  scopes: string
+  expiresAt: string | null
 }
+
+/** A key as a database lists it: scopes as stored text. */
+export type ApiKeyRow = Omit<ApiKeyView, 'scopes'> & { scopes: string }
 
 /** What a database keeps of API keys: row operations only (every rule is ApiKeyStore's). */
 export interface ApiKeyRows {
-  insert(row: NewApiKeyRow): Promise<ApiKeyView>
-  /** The active (not revoked) key with this hash. */
-  findActive(
-    keyHash: string,
-  ): Promise<{ id: number; name: string; last_used_at: string | null } | null>
+  insert(row: NewApiKeyRow): Promise<ApiKeyRow>
+  /** The key with this hash, unless revoked (an expired one too: expiry is the store's rule). */
+  findActive(keyHash: string): Promise<{
+    id: number
+    name: string
+    last_used_at: string | null
+    scopes: string
+    expires_at: string | null
+  } | null>
   /** Records a use; nobody waits for it. */
   touch(id: number, at: string): Promise<void>
   /** Active keys in id order, and how many there are. */
-  page(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
+  page(request: PageRequest): Promise<{ data: ApiKeyRow[]; total: number }>
   /**
    * Revokes the key and its descendants (KEY_FAMILY) in one statement; true when the key itself
    * was active.
@@ -78,19 +116,34 @@ export const KEY_FAMILY = `WITH RECURSIVE family(id) AS (
 /** The rules of API keys over a database's rows. */
 export function createApiKeyStore(rows: ApiKeyRows, now: () => Date): ApiKeyStore {
   return {
-    async create(name, parentId = null) {
+    async create(request) {
       const key = newSecret(API_KEY_PREFIX)
       const row = await rows.insert({
-        name,
+        name: request.name,
         prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
         keyHash: sha256Hex(key),
         createdAt: now().toISOString(),
-        parentId,
+        parentId: request.parentId ?? null,
+        scopes: grantsText(request.scopes),
+        expiresAt: request.expiresAt ?? null,
       })
-      return { id: row.id, name: row.name, prefix: row.prefix, key, created_at: row.created_at }
+      const view = viewOf(row)
+      return {
+        id: view.id,
+        name: view.name,
+        prefix: view.prefix,
+        key,
+        created_at: view.created_at,
+        parent_id: view.parent_id,
+        scopes: view.scopes,
+        expires_at: view.expires_at,
+      }
     },
 
-    list: (request) => rows.page(request),
+    async list(request) {
+      const page = await rows.page(request)
+      return { data: page.data.map(viewOf), total: page.total }
+    },
 
     revoke: (id) => rows.revokeFamily(id, now().toISOString()),
 
@@ -99,12 +152,17 @@ export function createApiKeyStore(rows: ApiKeyRows, now: () => Date): ApiKeyStor
       const row = await rows.findActive(sha256Hex(key))
       if (row === null) return null
       const at = now()
+      if (row.expires_at !== null && Date.parse(row.expires_at) <= at.getTime()) return null
       const last = row.last_used_at === null ? 0 : Date.parse(row.last_used_at)
       if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
         // Not awaited: the request does not wait for a bookkeeping write.
         rows.touch(row.id, at.toISOString()).catch(() => {})
       }
-      return { id: row.id, name: row.name }
+      return { id: row.id, name: row.name, scopes: grantsOf(row.scopes) }
     },
   }
+}
+
+function viewOf(row: ApiKeyRow): ApiKeyView {
+  return { ...row, scopes: grantsOf(row.scopes) }
 }

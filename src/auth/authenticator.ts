@@ -1,5 +1,6 @@
 import type { Config } from '../config'
 import { AppError, badRequest } from '../errors/errors'
+import type { Role } from './access'
 import { API_KEY_PREFIX, type ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
 import type { LoginLimiter } from './limiter'
@@ -10,7 +11,7 @@ import type { CredentialStore, SignedInUser } from './sessions'
 /** What the authenticator needs from the users feature. */
 export interface UserLookup {
   /** id and password hash by email (without regard to case). */
-  byEmail(email: string): Promise<{ id: number; passwordHash: string | null } | null>
+  byEmail(email: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
   /** A user's row with its current password hash (null if there is no such user). */
   withPasswordHash(
     userId: number,
@@ -82,7 +83,9 @@ export function createAuthenticator(deps: {
     const cached = await deps.basicCache.lookup(credentials, (id) =>
       deps.users.withPasswordHash(id),
     )
-    if (cached !== null) return { kind: 'user', userId: cached.id, scheme: 'basic', user: cached }
+    if (cached !== null) {
+      return { kind: 'user', userId: cached.id, role: cached.role, scheme: 'basic', user: cached }
+    }
     return verifyBasic(credentials, schemes, ipOf)
   }
 
@@ -94,7 +97,7 @@ export function createAuthenticator(deps: {
     const user = await signIn(credentials.email.toLowerCase(), credentials.password, ipOf())
     if (user === null) throw unauthorized(schemes, 'Invalid email or password')
     deps.basicCache.remember(credentials, user.id, user.passwordHash)
-    return { kind: 'user', userId: user.id, scheme: 'basic' }
+    return { kind: 'user', userId: user.id, role: user.role, scheme: 'basic' }
   }
 
   /**
@@ -107,13 +110,13 @@ export function createAuthenticator(deps: {
     address: string,
     password: string,
     ip: string,
-  ): Promise<{ id: number; passwordHash: string } | null> {
+  ): Promise<{ id: number; passwordHash: string; role: Role } | null> {
     return await limited(address, ip, async () => {
       const user = await deps.users.byEmail(address)
       const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
       if (user === null || user.passwordHash === null || !ok) return null
       if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
-      return { id: user.id, passwordHash: user.passwordHash }
+      return { id: user.id, passwordHash: user.passwordHash, role: user.role }
     })
   }
 
@@ -152,7 +155,7 @@ export function createAuthenticator(deps: {
     if (token === undefined) throw unauthorized(schemes, 'Malformed Bearer credentials', true)
     const user = await deps.credentials.useAccessToken(token)
     if (user === null) throw unauthorized(schemes, 'Invalid, expired or revoked token', true)
-    return { kind: 'user', userId: user.id, scheme: 'bearer', secret: token, user }
+    return { kind: 'user', userId: user.id, role: user.role, scheme: 'bearer', secret: token, user }
   }
 
   async function apiKey(presented: Presented, schemes: readonly Scheme[]): Promise<Principal> {
@@ -162,7 +165,7 @@ export function createAuthenticator(deps: {
     }
     const key = await deps.apiKeys.authenticate((header ?? query) as string)
     if (key === null) throw unauthorized(schemes, 'Invalid or revoked API key')
-    return { kind: 'apiKey', keyId: key.id, name: key.name }
+    return { kind: 'apiKey', keyId: key.id, name: key.name, scopes: key.scopes }
   }
 
   return {
@@ -223,6 +226,7 @@ export function createAuthenticator(deps: {
           const principal: Principal = {
             kind: 'user',
             userId: session.user.id,
+            role: session.user.role,
             scheme: 'session',
             secret: presented.sessionCookie,
             user: session.user,

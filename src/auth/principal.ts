@@ -1,3 +1,4 @@
+import { covers, type Grant, type Role, type Scope } from './access'
 import type { SignedInUser } from './sessions'
 
 /** How a caller proved who it is. */
@@ -10,16 +11,35 @@ export type Principal =
   | {
       kind: 'user'
       userId: number
+      /** Read with the credential on every request, so a role change counts at once. */
+      role: Role
       scheme: 'basic' | 'bearer' | 'session'
       /** The presented token or session id (to revoke exactly it at logout). */
       secret?: string
       /** The user's row, when the credential lookup already read it. */
       user?: SignedInUser
     }
-  | { kind: 'apiKey'; keyId: number; name: string }
+  | { kind: 'apiKey'; keyId: number; name: string; scopes: readonly Grant[] }
 
 /** A short, stable description of the caller, for scoping (idempotency keys, ownership). */
 export function principalKey(principal: Principal | null): string {
   if (principal === null) return 'anonymous'
   return principal.kind === 'apiKey' ? `key:${principal.keyId}` : `user:${principal.userId}`
+}
+
+/** What the caller holds everywhere: a key its scopes, an admin every scope, a member none. */
+export function grantsOf(principal: Principal | null): readonly Grant[] {
+  if (principal === null) return []
+  if (principal.kind === 'apiKey') return principal.scopes
+  return principal.role === 'admin' ? ['*'] : []
+}
+
+/** Whether the caller holds `scope` (a key with it, or an admin). */
+export function holds(principal: Principal | null, scope: Scope): boolean {
+  return covers(grantsOf(principal), scope)
+}
+
+/** Whether the caller is this user itself (any of the user schemes). */
+export function isUser(principal: Principal | null, userId: number): boolean {
+  return principal?.kind === 'user' && principal.userId === userId
 }

@@ -1,3 +1,4 @@
+import type { Role } from './access'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
 export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -21,6 +22,7 @@ export interface SignedInUser {
   created_at: string
   updated_at: string
   version: number
+  role: Role
 }
 
 export interface SessionState {
@@ -140,5 +142,6 @@ function withoutExpiry(row: FoundCredential): SignedInUser {
     created_at: row.created_at,
     updated_at: row.updated_at,
     version: row.version,
+    role: row.role,
   }
 }

@@ -12,9 +12,11 @@ export interface FlagSpec {
   optionalValue?: boolean
   /** How --help names the value (else from the flag's name). */
   valueName?: string
+  /** May be given more than once; the values come as a list. */
+  multiple?: boolean
 }
 
-export type Flags = Record<string, string | boolean | undefined>
+export type Flags = Record<string, string | boolean | string[] | undefined>
 
 /** The server options as flag specs, for commands that take some of them. */
 /** The flags of every command that opens the database: where its data and its files are. */
@@ -34,10 +36,18 @@ export function parseFlags(
   specs: readonly FlagSpec[],
   positionals = 0,
 ): { flags: Flags; positionals: string[] } {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+  const options: Record<
+    string,
+    { type: 'string' | 'boolean'; short?: string; multiple?: boolean }
+  > = {
     help: { type: 'boolean', short: 'h' },
   }
-  for (const spec of specs) options[spec.flag] = { type: spec.boolean ? 'boolean' : 'string' }
+  for (const spec of specs) {
+    options[spec.flag] = {
+      type: spec.boolean ? 'boolean' : 'string',
+      ...(spec.multiple ? { multiple: true } : {}),
+    }
+  }
   try {
     const parsed = parseArgs({
       args: withOptionalValues(args, specs),
@@ -50,7 +60,7 @@ export function parseFlags(
         `unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`,
       )
     }
-    return { flags: parsed.values, positionals: parsed.positionals }
+    return { flags: parsed.values as Flags, positionals: parsed.positionals }
   } catch (error) {
     if (error instanceof ConfigError) throw error
     throw new ConfigError(`${describeParseError(error)} (see roster ${command} --help)`)
@@ -86,11 +96,11 @@ function describeParseError(error: unknown): string {
   }
 }
 
-/** The flags loadConfig reads (everything but --help). */
+/** The flags loadConfig reads (everything but --help and a command's repeatable flags). */
 export function configFlags(flags: Flags): Record<string, string | boolean> {
   const out: Record<string, string | boolean> = {}
   for (const [key, value] of Object.entries(flags)) {
-    if (key !== 'help' && value !== undefined) out[key] = value
+    if (key !== 'help' && value !== undefined && !Array.isArray(value)) out[key] = value
   }
   return out
 }
@@ -101,6 +111,7 @@ const HELP_WIDTH = 96
 export function renderFlags(specs: readonly FlagSpec[]): string {
   const left = specs.map((spec) => {
     if (spec.boolean) return `  --${spec.flag}`
+    if (spec.multiple) return `  --${spec.flag} <${valueName(spec)}>…`
     return spec.optionalValue
       ? `  --${spec.flag} [${valueName(spec)}]`
       : `  --${spec.flag} <${valueName(spec)}>`

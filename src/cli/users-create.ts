@@ -1,3 +1,4 @@
+import { isRole } from '../auth/access'
 import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
 import { AppError } from '../errors/errors'
@@ -21,6 +22,12 @@ export const CREATE_FLAGS: FlagSpec[] = [
     help: 'read the password from standard input (one line), so it stays out of the shell history',
     boolean: true,
   },
+  {
+    flag: 'role',
+    env: [],
+    defaultText: 'member',
+    help: 'member or admin (an admin signs in to the console and may do what an all-scopes key may)',
+  },
   ...databaseFlags(),
 ]
 
@@ -30,7 +37,18 @@ export async function createUser(
   env: Record<string, string | undefined>,
 ): Promise<number> {
   const { flags } = parseFlags('users', args, CREATE_FLAGS)
-  const { name, email, 'password-stdin': fromStdin, ...serverFlags } = configFlags(flags)
+  const {
+    name,
+    email,
+    role = 'member',
+    'password-stdin': fromStdin,
+    ...serverFlags
+  } = configFlags(flags)
+  if (!isRole(role)) {
+    throw new ConfigError(
+      `invalid value for --role: ${JSON.stringify(role)} (expected member or admin)`,
+    )
+  }
   const password = fromStdin === true ? await readPasswordLine() : undefined
   const input = { name, email, ...(password === undefined ? {} : { password }) }
   const problems = newUserProblems(input)
@@ -45,6 +63,7 @@ export async function createUser(
         name: input.name as string,
         email: input.email as string,
         passwordHash,
+        role,
       })
       console.log(JSON.stringify(toView(user)))
       return 0

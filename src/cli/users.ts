@@ -3,14 +3,24 @@ import { renderFlags } from './args'
 import { CREATE_FLAGS, createUser } from './users-create'
 import { EXPORT_FLAGS, exportUsers } from './users-export'
 import { IMPORT_FLAGS, importUsers } from './users-import'
+import { changeRole, ROLE_FLAGS } from './users-role'
 
-export const USERS_HELP = () => `Usage: roster users <create|import|export> [flags]
+export const USERS_HELP = () => `Usage: roster users <create|promote|demote|import|export> [flags]
 
-roster users create --name NAME --email EMAIL [--password-stdin]
+roster users create --name NAME --email EMAIL [--password-stdin] [--role member|admin]
   Creates one user directly in the database (the server may be running), for bootstrapping
-  the first account. Prints the record as JSON.
+  the first account: the first admin is
+    echo "$PASSWORD" | roster users create --role admin --name Ada --email ada@example.com --password-stdin
+  Prints the record as JSON.
 
 ${renderFlags(CREATE_FLAGS)}
+
+roster users promote ID|EMAIL
+roster users demote ID|EMAIL
+  Makes a user an admin, or a member again, directly in the database. The user's sessions and
+  tokens end; the last admin is not demoted. Prints the record as JSON.
+
+${renderFlags(ROLE_FLAGS)}
 
 roster users export [--format jsonl|csv] > FILE
   Writes every user, in id order and from one snapshot, to standard output: id, name, email,
@@ -29,7 +39,7 @@ roster users import FILE [--format jsonl|csv] [--skip-invalid]
 
 ${renderFlags(IMPORT_FLAGS)}`
 
-/** `roster users create|import|export`. */
+/** `roster users create|promote|demote|import|export`. */
 export async function run(
   args: string[],
   env: Record<string, string | undefined>,
@@ -43,6 +53,10 @@ export async function run(
   switch (action) {
     case 'create':
       return await createUser(rest, env)
+    case 'promote':
+      return await changeRole('admin', rest, env)
+    case 'demote':
+      return await changeRole('member', rest, env)
     case 'import':
       return await importUsers(rest, env)
     case 'export':
@@ -54,7 +68,7 @@ export async function run(
     default:
       throw new ConfigError(
         action === undefined
-          ? 'users needs a command: create, import or export (see roster users --help)'
+          ? 'users needs a command: create, promote, demote, import or export (see roster users --help)'
           : `unknown users command ${JSON.stringify(action)} (see roster users --help)`,
       )
   }

@@ -7,6 +7,7 @@ import { documented, ErrorEnvelope } from '../http/openapi-schemas'
 import { publicBaseUrl } from '../http/request-context'
 import type { AuthPlugin } from './auth/plugin'
 import { principalOf } from './auth/principal'
+import { guardOf } from './authorisation'
 
 const Health = t.Object({
   status: t.Union([t.Literal('ok'), t.Literal('unavailable')]),
@@ -78,9 +79,8 @@ export function healthRoutes(
     return jsonResponse({ ...body, ...errorBody(error, requestId, docsBase) }, 503)
   }
   // Open mode needs no credential here at all: the hook is left out of the probe's path.
-  const figuresAuth = figuresNeedKey
-    ? { auth: { schemes: ['apiKey' as const], optional: true } }
-    : {}
+  const guard = guardOf('GET /health', figuresNeedKey ? 'protected' : 'open')
+  const figuresAuth = figuresNeedKey ? guard.hook : {}
   return new Elysia({ prefix })
     .use(inputs.auth)
     .get(
@@ -97,6 +97,7 @@ export function healthRoutes(
           summary: 'Health',
           description:
             '200 when the database and the upload directory work and writes are not being refused for lack of space; 503 with status "unavailable" (plus the error envelope) when one fails. `disk` is failing from a write refused with 507 until a write succeeds again or space is freed; `disk_free_bytes` is the space left. Checks run at most once a second.',
+          security: guard.security,
           responses: documented({ 200: Health, 503: Health }),
         },
       },

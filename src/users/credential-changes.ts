@@ -1,5 +1,5 @@
 import { unauthorized } from '../auth/authenticator'
-import { ANY_SCHEME, type Principal } from '../auth/principal'
+import { ANY_SCHEME, holds, isUser, type Principal } from '../auth/principal'
 import { fieldDetail } from '../errors/details'
 import { AppError, notFound } from '../errors/errors'
 import type { WriteGuard } from './records'
@@ -25,7 +25,8 @@ export interface CredentialChangeDeps {
 
 /**
  * Who may change the password or email of an account that can sign in (CONTRACT.md section
- * 11): an API key, or the account's own credential together with its current password. Anyone
+ * 11): an API key with users:write or an admin, or the account's own credential together
+ * with its current password. Anyone
  * else may set them only on an account that cannot sign in yet, and the write checks that again
  * on the locked row (the guard returned here). Anonymous callers get 401, other users 403, the
  * account itself without (or with a wrong) current password 403 REAUTHENTICATION_REQUIRED.
@@ -38,7 +39,9 @@ export async function authorizeCredentialChange(
   deps: CredentialChangeDeps,
 ): Promise<Pick<WriteGuard, 'refuseIfCanSignIn'>> {
   if (change.password === undefined && change.email === undefined) return {}
-  if (principal?.kind === 'apiKey') return {}
+  // A key with users:write, or an admin on another account; on its own, an admin is the
+  // account itself (its current password is asked for, as of anyone).
+  if (holds(principal, 'users:write') && !isUser(principal, targetId)) return {}
   const target = await deps.users.withPasswordHash(targetId)
   if (target === null) throw notFound('No user with this id')
   const emailChanges = change.email !== undefined && change.email !== target.user.email
@@ -85,13 +88,13 @@ function reauthenticationRequired(message: string, received?: string): AppError 
 function anonymousRefusal(): AppError {
   return unauthorized(
     ANY_SCHEME,
-    'This account can sign in: changing its password or email needs its own credential with current_password, or an API key',
+    'This account can sign in: changing its password or email needs its own credential with current_password, an admin’s, or an API key with users:write',
   )
 }
 
 function othersRefusal(): AppError {
   return new AppError(
     'FORBIDDEN',
-    'Only the account itself (with current_password) or an API key may change its password or email',
+    'Only the account itself (with current_password), an admin or an API key with users:write may change its password or email',
   )
 }

@@ -1,3 +1,4 @@
+import type { Role } from '../auth/access'
 import { fieldDetail } from '../errors/details'
 import { notFound, preconditionFailed, validationFailed } from '../errors/errors'
 
@@ -8,6 +9,8 @@ export interface User {
   email: string
   created_at: string
   updated_at: string
+  /** `member` or `admin` (auth/access.ts). */
+  role: Role
 }
 
 /** The clock the users stores stamp created_at and updated_at with. */
@@ -22,6 +25,8 @@ export interface NewUser {
   name: string
   email: string
   passwordHash: string | null
+  /** `member` when not given. */
+  role?: Role
 }
 
 export interface UserChanges {
@@ -29,6 +34,8 @@ export interface UserChanges {
   email?: string
   /** A new argon2id hash; undefined leaves the password as it is. */
   passwordHash?: string
+  /** A new role; undefined leaves it as it is. */
+  role?: Role
 }
 
 export interface WriteGuard {
@@ -42,6 +49,8 @@ export interface WriteGuard {
    * on the locked row, so an account that gains a password meanwhile is not taken over.
    */
   refuseIfCanSignIn?: Error
+  /** Thrown when the write would change the user's role: a caller that may not change roles. */
+  refuseRoleChange?: Error
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */
@@ -64,6 +73,7 @@ export function toView(user: UserRecord): User {
     email: user.email,
     created_at: user.created_at,
     updated_at: user.updated_at,
+    role: user.role,
   }
 }
 

@@ -1,3 +1,4 @@
+import type { Role } from '../auth/access'
 import type { CredentialWrites } from '../auth/sessions'
 import { UniqueViolation } from '../db/conflict'
 import type { PageRequest } from '../db/page'
@@ -50,7 +51,7 @@ export interface UserStore extends UserWrites {
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
   /** id and password hash by email, compared without regard to case (for sign-in). */
-  byEmail(email: string): Promise<{ id: number; passwordHash: string | null } | null>
+  byEmail(email: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
   /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
   withPasswordHash(
     userId: number,
@@ -87,6 +88,16 @@ export interface UserWriteRows {
   update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord>
   remove(id: number, guard: WriteGuard): Promise<void>
   idByEmailKey(key: string): Promise<number | null>
+  /**
+   * Serialises the units that change roles, until this unit ends (PostgreSQL: a transaction
+   * advisory lock; SQLite's single writer does it already), so two admins demoting each other
+   * at once cannot both count the other as the admin who remains.
+   */
+  lockRoles(): Promise<void>
+  /** The user's role as this unit sees it; null when there is no such user. */
+  roleOf(id: number): Promise<Role | null>
+  /** How many admins there are, as this unit sees them. */
+  countAdmins(): Promise<number>
 }
 
 /** What a database keeps of users: the writes above and the reads, row operations only. */
@@ -96,7 +107,7 @@ export interface UserRows extends UserWriteRows {
   /** The v2 list: runs search.ts's plan (runSearch) over one snapshot. */
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
-  byEmailKey(key: string): Promise<{ id: number; passwordHash: string | null } | null>
+  byEmailKey(key: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
   withPasswordHash(
     userId: number,
   ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
@@ -117,16 +128,50 @@ export function userWrites(rows: UserWriteRows, credentials: CredentialWrites): 
   return {
     create: (input) => uniqueEmail(input.email, rows.insert(input)),
     async update(id, changes, guard) {
-      const user = await uniqueEmail(changes.email, rows.update(id, changes, guard))
-      if (changes.passwordHash !== undefined) await credentials.revokeAllForUser(id)
+      const roleChanges =
+        changes.role !== undefined && (await changesRole(rows, id, changes.role, guard))
+      const effective = roleChanges ? changes : { ...changes, role: undefined }
+      const user = await uniqueEmail(changes.email, rows.update(id, effective, guard))
+      // A new password or role: every session and token of the user ends (section 12).
+      if (changes.passwordHash !== undefined || roleChanges) {
+        await credentials.revokeAllForUser(id)
+      }
       return user
     },
     async remove(id, guard) {
+      await rows.lockRoles()
+      if ((await rows.roleOf(id)) === 'admin') await keepAnAdmin(rows, id)
       await rows.remove(id, guard)
       await credentials.revokeAllForUser(id)
     },
     idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
   }
+}
+
+/**
+ * Whether a write asking for `role` changes the user's role; refused when the guard says the
+ * caller may not change roles, or when it would leave no admin. Runs under lockRoles.
+ */
+async function changesRole(
+  rows: UserWriteRows,
+  id: number,
+  role: Role,
+  guard: WriteGuard,
+): Promise<boolean> {
+  await rows.lockRoles()
+  const current = await rows.roleOf(id)
+  if (current === null || current === role) return false
+  if (guard.refuseRoleChange !== undefined) throw guard.refuseRoleChange
+  if (current === 'admin') await keepAnAdmin(rows, id)
+  return true
+}
+
+/** CONFLICT when `id` is the only admin: nobody demotes or deletes the last admin. */
+async function keepAnAdmin(rows: UserWriteRows, id: number): Promise<void> {
+  if ((await rows.countAdmins()) > 1) return
+  throw conflict(`User ${id} is the last admin; make another user an admin first`, [
+    fieldDetail('role', 'the last admin cannot be demoted or deleted', 'admin'),
+  ])
 }
 
 /**
@@ -140,7 +185,7 @@ export function createUserStore(
   return {
     create: (input) => uniqueEmail(input.email, rows.insert(input)),
     update: (id, changes, guard) =>
-      changes.passwordHash === undefined
+      changes.passwordHash === undefined && changes.role === undefined
         ? uniqueEmail(changes.email, rows.update(id, changes, guard))
         : transaction((tx) => tx.users.update(id, changes, guard)),
     remove: (id, guard) => transaction((tx) => tx.users.remove(id, guard)),

@@ -68,6 +68,9 @@ describe('/api-keys', () => {
       prefix: reply.body.key.slice(0, 11),
       key: expect.stringMatching(/^rk_[A-Za-z0-9_-]{43}$/),
       created_at: expect.any(String),
+      parent_id: 1,
+      scopes: ['*'],
+      expires_at: null,
     })
     expect(reply.headers.get('cache-control')).toBe('no-store')
     const dump = JSON.stringify(await dbQuery(t.deps, 'SELECT * FROM api_keys'))
@@ -79,7 +82,7 @@ describe('/api-keys', () => {
   test('GET lists active keys with the list envelope, X-Total-Count and Link, never the key', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    for (let i = 0; i < 4; i++) await t.deps.apiKeys.create(`k${i}`)
+    for (let i = 0; i < 4; i++) await t.deps.apiKeys.create({ name: `k${i}`, scopes: ['*'] })
     await t.deps.apiKeys.revoke(3)
     const reply = await t.get('/api-keys?limit=2&offset=2', { headers: { 'x-api-key': admin } })
     expect(reply.status).toBe(200)
@@ -87,11 +90,13 @@ describe('/api-keys', () => {
     expect(reply.body.data.map((k: { name: string }) => k.name)).toEqual(['k2', 'k3'])
     expect(Object.keys(reply.body.data[0]).sort()).toEqual([
       'created_at',
+      'expires_at',
       'id',
       'last_used_at',
       'name',
       'parent_id',
       'prefix',
+      'scopes',
     ])
     expect(reply.headers.get('x-total-count')).toBe('4')
     expect(reply.headers.get('link')).toContain('rel="prev"')
@@ -105,7 +110,7 @@ describe('/api-keys', () => {
   test('DELETE revokes; an unknown, already revoked or malformed id is 404', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    await t.deps.apiKeys.create('other')
+    await t.deps.apiKeys.create({ name: 'other', scopes: ['*'] })
     const headers = { 'x-api-key': admin }
     expect((await t.call('DELETE', '/api-keys/2', { headers })).body).toEqual({
       id: 2,
@@ -136,7 +141,7 @@ describe('/api-keys', () => {
     )
   })
 
-  test('every route needs an API key: a user credential is not enough, and 401 comes before 422', async () => {
+  test('every route needs keys:write: a member’s credential is 403 naming it, and 401 comes before 422', async () => {
     await using t = await makeTestApp()
     const { token } = await signedIn(t)
     for (const [method, path] of [
@@ -148,9 +153,13 @@ describe('/api-keys', () => {
         json: method === 'POST' ? { bad: true } : undefined,
         headers: { authorization: `Bearer ${token}` },
       })
-      expectEnvelope(reply, 401, 'UNAUTHORIZED')
-      expect(reply.headers.get('www-authenticate')).toBe('ApiKey')
+      const refused = expectEnvelope(reply, 403, 'FORBIDDEN')
+      expect(refused.details).toEqual([
+        { field: 'scope', message: 'keys:write is required', received: 'role member' },
+      ])
     }
-    expectEnvelope(await t.post('/api-keys', { bad: true }), 401, 'UNAUTHORIZED')
+    const anonymous = await t.post('/api-keys', { bad: true })
+    expectEnvelope(anonymous, 401, 'UNAUTHORIZED')
+    expect(anonymous.headers.get('www-authenticate')).toStartWith('ApiKey')
   })
 })

@@ -15,29 +15,33 @@ describe('--users-access protected', () => {
       const reply = await t.get(path)
       expectEnvelope(reply, 401, 'UNAUTHORIZED')
       expect(reply.headers.get('www-authenticate')).toBe(
-        'Basic realm="roster", charset="UTF-8", Bearer, ApiKey',
+        'ApiKey, Basic realm="roster", charset="UTF-8", Bearer',
       )
     }
   })
 
-  test('any valid credential may read', async () => {
+  test('a member reads its own record with any of its credentials; the list and others are 403', async () => {
     await using t = await protectedApp()
-    await t.post(
-      '/users',
-      { name: 'Ada', email: 'ada@example.com', password: PASSWORD },
-      { headers: t.keyHeader },
-    )
+    for (const email of ['ada@example.com', 'bob@example.com']) {
+      await t.post('/users', { name: 'U', email, password: PASSWORD }, { headers: t.keyHeader })
+    }
     const login = await t.post('/login', { email: 'ada@example.com', password: PASSWORD })
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string
-    const credentials: Record<string, string>[] = [
-      t.keyHeader,
+    const asAda: Record<string, string>[] = [
       { authorization: `Bearer ${login.body.access_token}` },
       { authorization: basic('ada@example.com', PASSWORD) },
       { cookie },
     ]
-    for (const headers of credentials) {
-      expect((await t.get('/users', { headers })).status).toBe(200)
+    for (const headers of asAda) {
+      expect((await t.get('/users/1', { headers })).body.email).toBe('ada@example.com')
+      for (const path of ['/users', '/v2/users', '/users/2', '/users/export']) {
+        const refused = expectEnvelope(await t.get(path, { headers }), 403, 'FORBIDDEN')
+        expect(refused.details).toEqual([
+          { field: 'scope', message: 'users:read is required', received: 'role member' },
+        ])
+      }
     }
+    expect((await t.get('/users', { headers: t.keyHeader })).status).toBe(200)
   })
 
   test('creating needs an API key: a user credential is 403, none is 401 (before validation)', async () => {

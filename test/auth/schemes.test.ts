@@ -273,7 +273,7 @@ describe('API key on /data', () => {
   test('a revoked key is refused at once', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    const doomed = await t.deps.apiKeys.create('doomed')
+    const doomed = await t.deps.apiKeys.create({ name: 'doomed', scopes: ['*'] })
     expect((await t.get('/data', { headers: { 'x-api-key': doomed.key } })).status).toBe(200)
     expect(
       (await t.call('DELETE', `/api-keys/${doomed.id}`, { headers: { 'x-api-key': admin } })).body,

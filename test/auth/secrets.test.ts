@@ -25,7 +25,7 @@ describe('secrets stay secret', () => {
     const u = server.url
     const PASSWORD = 'Pw-Zq8Wj3Xk1-distinctive'
     const NEW_PASSWORD = 'Pw-Nn4Rr7Tt2-distinctive'
-    const key = (await server.deps.apiKeys.create('admin')).key
+    const key = (await server.deps.apiKeys.create({ name: 'admin', scopes: ['*'] })).key
     const answers: string[] = []
     // Every answer is searched, except where a secret is handed out on purpose: the login body
     // (the token) and its Set-Cookie (the session).

@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * Metrics (Prometheus text format 0.0.4)
-         * @description Open while /users is open; in protected mode it needs an API key, as X-API-Key or as Authorization: Bearer (what Prometheus sends). roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".
+         * @description Open while /users is open; in protected mode it needs an API key with metrics:read (or an admin), as X-API-Key or as Authorization: Bearer (what Prometheus sends). roster_http_requests_total{method,route,status}, roster_http_request_duration_seconds{route} (histogram), roster_uploads_total, roster_upload_files_total, roster_upload_bytes_total, roster_webhook_events_total{scheme,status}, roster_users, roster_webhook_events_pending, roster_build_info{version} and the process_* metrics. Routes are labelled by template (/users/:id), never by raw path; a path no route has is "unmatched".
          */
         get: operations["getMetrics"];
         put?: never;
@@ -93,7 +93,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export every user (API key)
+         * Export every user (users:read)
          * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.
          */
         get: operations["getUsersExport"];
@@ -250,7 +250,7 @@ export interface paths {
         };
         /**
          * Service data (API key)
-         * @description How many users, uploads and webhook events roster holds, and which API key asked.
+         * @description How many users, uploads and webhook events roster holds, and which API key asked (null for an admin).
          */
         get: operations["getData"];
         put?: never;
@@ -270,13 +270,13 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description Active keys, oldest first, paginated like /users.
+         * @description Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.
          */
         get: operations["getApi-keys"];
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.
          */
         post: operations["postApi-keys"];
         delete?: never;
@@ -459,7 +459,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Retry a failed webhook event (API key)
+         * Retry a failed webhook event (webhooks:write)
          * @description Schedules a failed event for another attempt now, also one that has used up its retries; 202 with the event as it stands (the attempt runs right after). 409 when the event is pending, processed or ignored. The id is the one GET /webhooks/events shows.
          */
         post: operations["postWebhooksEventsByIdRetry"];
@@ -537,7 +537,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export every user (API key)
+         * Export every user (users:read)
          * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.
          */
         get: operations["getV2UsersExport"];
@@ -694,7 +694,7 @@ export interface paths {
         };
         /**
          * Service data (API key)
-         * @description How many users, uploads and webhook events roster holds, and which API key asked.
+         * @description How many users, uploads and webhook events roster holds, and which API key asked (null for an admin).
          */
         get: operations["getV2Data"];
         put?: never;
@@ -714,13 +714,13 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description Active keys, oldest first, paginated like /users.
+         * @description Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.
          */
         get: operations["getV2Api-keys"];
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.
          */
         post: operations["postV2Api-keys"];
         delete?: never;
@@ -903,7 +903,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Retry a failed webhook event (API key)
+         * Retry a failed webhook event (webhooks:write)
          * @description Schedules a failed event for another attempt now, also one that has used up its retries; 202 with the event as it stands (the attempt runs right after). 409 when the event is pending, processed or ignored. The id is the one GET /webhooks/events shows.
          */
         post: operations["postV2WebhooksEventsByIdRetry"];
@@ -1575,6 +1575,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         }[];
                         pagination: {
                             limit: number;
@@ -1586,6 +1587,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1756,6 +1781,8 @@ export interface operations {
                     email: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                 };
             };
         };
@@ -1777,11 +1804,36 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2053,6 +2105,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -2065,6 +2118,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2239,6 +2316,8 @@ export interface operations {
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                     /** @description Ignored when it matches the record. */
                     id?: number;
                     /** @description Ignored when it matches the record. */
@@ -2266,6 +2345,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -2634,6 +2714,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description FORBIDDEN */
             403: {
                 headers: {
@@ -2834,6 +2938,8 @@ export interface operations {
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                 };
             };
         };
@@ -2855,6 +2961,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -3224,6 +3331,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         };
                         access_token: string;
                         /** @constant */
@@ -3687,6 +3795,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -3865,6 +3974,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         };
                     };
                 };
@@ -4036,10 +4146,11 @@ export interface operations {
                             uploads: number;
                             webhook_events: number;
                         };
+                        /** @description The API key that asked; null when an admin asked with its own credential. */
                         key: {
                             id: number;
                             name: string;
-                        };
+                        } | null;
                     };
                 };
             };
@@ -4069,6 +4180,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4217,8 +4352,12 @@ export interface operations {
                             created_at: string;
                             /** @description Recorded to the minute. */
                             last_used_at: string | null;
-                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line. */
+                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
                             parent_id: number | null;
+                            /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+                            expires_at: string | null;
                         }[];
                         pagination: {
                             limit: number;
@@ -4254,6 +4393,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4410,6 +4573,13 @@ export interface operations {
                 "application/json": {
                     /** Format: user-name */
                     name: string;
+                    /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
+                    scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working; leave out for a key that does not expire.
+                     */
+                    expires_at?: string;
                 };
             };
         };
@@ -4428,6 +4598,11 @@ export interface operations {
                         key: string;
                         /** Format: date-time */
                         created_at: string;
+                        parent_id: number | null;
+                        /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                        scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                        /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+                        expires_at: string | null;
                     };
                 };
             };
@@ -6652,6 +6827,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -7587,6 +7786,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         }[];
                         pagination: {
                             limit: number;
@@ -7601,6 +7801,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7771,6 +7995,8 @@ export interface operations {
                     email: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                 };
             };
         };
@@ -7792,11 +8018,36 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8068,6 +8319,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -8080,6 +8332,30 @@ export interface operations {
             };
             /** @description BAD_REQUEST */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8254,6 +8530,8 @@ export interface operations {
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                     /** @description Ignored when it matches the record. */
                     id?: number;
                     /** @description Ignored when it matches the record. */
@@ -8281,6 +8559,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -8649,6 +8928,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
             /** @description FORBIDDEN */
             403: {
                 headers: {
@@ -8849,6 +9152,8 @@ export interface operations {
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
+                    /** @enum {string} */
+                    role?: "member" | "admin";
                 };
             };
         };
@@ -8870,6 +9175,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -9239,6 +9545,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         };
                         access_token: string;
                         /** @constant */
@@ -9702,6 +10009,7 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                        role: "member" | "admin";
                     };
                 };
             };
@@ -9880,6 +10188,7 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            role: "member" | "admin";
                         };
                     };
                 };
@@ -10051,10 +10360,11 @@ export interface operations {
                             uploads: number;
                             webhook_events: number;
                         };
+                        /** @description The API key that asked; null when an admin asked with its own credential. */
                         key: {
                             id: number;
                             name: string;
-                        };
+                        } | null;
                     };
                 };
             };
@@ -10084,6 +10394,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10232,8 +10566,12 @@ export interface operations {
                             created_at: string;
                             /** @description Recorded to the minute. */
                             last_used_at: string | null;
-                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line. */
+                            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
                             parent_id: number | null;
+                            /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+                            expires_at: string | null;
                         }[];
                         pagination: {
                             limit: number;
@@ -10269,6 +10607,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10425,6 +10787,13 @@ export interface operations {
                 "application/json": {
                     /** Format: user-name */
                     name: string;
+                    /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
+                    scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                    /**
+                     * Format: date-time
+                     * @description When the key stops working; leave out for a key that does not expire.
+                     */
+                    expires_at?: string;
                 };
             };
         };
@@ -10443,6 +10812,11 @@ export interface operations {
                         key: string;
                         /** Format: date-time */
                         created_at: string;
+                        parent_id: number | null;
+                        /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                        scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+                        /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+                        expires_at: string | null;
                     };
                 };
             };
@@ -12645,6 +13019,30 @@ export interface operations {
             };
             /** @description UNAUTHORIZED */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,5 +25,5 @@ export async function signedIn(t: TestApp, email = 'ada@example.com', password =
 }
 
 export async function apiKey(t: TestApp, name = 'test'): Promise<string> {
-  return (await t.deps.apiKeys.create(name)).key
+  return (await t.deps.apiKeys.create({ name: name, scopes: ['*'] })).key
 }

@@ -264,4 +264,79 @@ describe('two instances on one database, behind haproxy', () => {
       expect(await part.text()).toBe('x'.repeat(10))
     }
   })
+
+  test('roles: a demotion on one instance holds on the other at once; two admins demoting each other leave one', async () => {
+    await using cluster = await startCluster({ flags: ['--users-access', 'protected'] })
+    const [a, b] = urls(cluster) as [string, string]
+    for (const email of ['ada@example.com', 'bo@example.com']) {
+      const made = await runBinary(
+        [
+          'users',
+          'create',
+          '--role',
+          'admin',
+          '--name',
+          'Admin',
+          '--email',
+          email,
+          '--password-stdin',
+          ...cluster.cliFlags,
+        ],
+        { env: cluster.env, stdin: `${PASSWORD}\n` },
+      )
+      expect(made.code).toBe(0)
+    }
+    const signIn = async (base: string, email: string) => {
+      const login = await call(base, 'POST', '/login', { json: { email, password: PASSWORD } })
+      return { authorization: `Bearer ${login.body.access_token}` }
+    }
+    const asAda = await signIn(a, 'ada@example.com')
+    const asBo = await signIn(b, 'bo@example.com')
+    expect((await call(b, 'GET', '/users', { headers: asAda })).status).toBe(200)
+
+    // Each demotes the other at the same moment, one request to each instance.
+    const replies = await Promise.all([
+      call(a, 'PATCH', '/users/2', { json: { role: 'member' }, headers: asAda }),
+      call(b, 'PATCH', '/users/1', { json: { role: 'member' }, headers: asBo }),
+    ])
+    const statuses = replies.map((reply) => reply.status)
+    // The first demotion ends the demoted admin's token: the other request is then refused as
+    // no longer signed in (401), or reaches the last admin (409). Never both succeed.
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1)
+    expect(statuses.some((status) => status === 401 || status === 409)).toBe(true)
+    const admins = await query<{ n: number }>(
+      cluster,
+      "SELECT count(*)::int AS n FROM users WHERE role = 'admin'",
+    )
+    expect(admins[0]?.n).toBe(1)
+    const demoted = replies[0]?.status === 200 ? asBo : asAda
+    for (const base of [a, b]) {
+      expect((await call(base, 'GET', '/me', { headers: demoted })).status).toBe(401)
+    }
+
+    // A scoped key revoked on one instance is refused on the other at once.
+    const survivor = replies[0]?.status === 200 ? asAda : asBo
+    const key = await call(a, 'POST', '/api-keys', {
+      json: { name: 'r', scopes: ['users:read'] },
+      headers: survivor,
+    })
+    expect(key.body.scopes).toEqual(['users:read'])
+    expect(
+      (await call(b, 'GET', '/users', { headers: { 'x-api-key': key.body.key } })).status,
+    ).toBe(200)
+    expect(
+      (
+        await call(b, 'POST', '/users', {
+          json: { name: 'x', email: 'x@example.com' },
+          headers: { 'x-api-key': key.body.key },
+        })
+      ).status,
+    ).toBe(403)
+    expect(
+      (await call(a, 'DELETE', `/api-keys/${key.body.id}`, { headers: survivor })).status,
+    ).toBe(200)
+    expect(
+      (await call(b, 'GET', '/users', { headers: { 'x-api-key': key.body.key } })).status,
+    ).toBe(401)
+  })
 })

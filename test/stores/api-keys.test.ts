@@ -8,10 +8,14 @@ import { twoInstances } from '../helpers/stores'
 describe('API key store contract (two instances where the backend is shared)', () => {
   test('a key made on one instance authenticates on the other; only its prefix is kept', async () => {
     await using env = await twoInstances()
-    const created = await env.a.apiKeys.create('ci')
+    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] })
     expect(created.key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/)
     expect(created.key.startsWith(created.prefix)).toBe(true)
-    expect(await env.b.apiKeys.authenticate(created.key)).toEqual({ id: created.id, name: 'ci' })
+    expect(await env.b.apiKeys.authenticate(created.key)).toEqual({
+      id: created.id,
+      name: 'ci',
+      scopes: ['*'],
+    })
     for (const wrong of ['', 'rk_short', `${created.key}x`, created.key.replace('rk_', 'rt_')]) {
       expect(await env.b.apiKeys.authenticate(wrong)).toBeNull()
     }
@@ -20,7 +24,7 @@ describe('API key store contract (two instances where the backend is shared)', (
   test('a use is recorded (last_used_at) without anyone waiting for it', async () => {
     const clock = new ManualClock(Date.parse('2026-11-23T12:00:00Z'))
     await using env = await twoInstances(clock)
-    const created = await env.a.apiKeys.create('ci')
+    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] })
     expect((await env.a.apiKeys.list({ limit: 10, offset: 0 })).data[0]?.last_used_at).toBeNull()
     await env.b.apiKeys.authenticate(created.key)
     const deadline = Date.now() + 5000
@@ -35,7 +39,8 @@ describe('API key store contract (two instances where the backend is shared)', (
   test('the list is the active keys, oldest first, paged with its total', async () => {
     await using env = await twoInstances()
     const made = []
-    for (const name of ['one', 'two', 'three']) made.push(await env.a.apiKeys.create(name))
+    for (const name of ['one', 'two', 'three'])
+      made.push(await env.a.apiKeys.create({ name: name, scopes: ['*'] }))
     await env.a.apiKeys.revoke(made[1]?.id as number)
     const page = await env.b.apiKeys.list({ limit: 1, offset: 1 })
     expect(page.total).toBe(2)
@@ -45,15 +50,23 @@ describe('API key store contract (two instances where the backend is shared)', (
 
   test('revoking a key revokes every key made from it, at any depth, for every instance', async () => {
     await using env = await twoInstances()
-    const root = await env.a.apiKeys.create('root')
-    const child = await env.a.apiKeys.create('child', root.id)
-    const grandchild = await env.b.apiKeys.create('grandchild', child.id)
-    const other = await env.a.apiKeys.create('other')
+    const root = await env.a.apiKeys.create({ name: 'root', scopes: ['*'] })
+    const child = await env.a.apiKeys.create({ name: 'child', parentId: root.id, scopes: ['*'] })
+    const grandchild = await env.b.apiKeys.create({
+      name: 'grandchild',
+      parentId: child.id,
+      scopes: ['*'],
+    })
+    const other = await env.a.apiKeys.create({ name: 'other', scopes: ['*'] })
     expect(await env.a.apiKeys.revoke(root.id)).toBe(true)
     for (const key of [root, child, grandchild]) {
       expect(await env.b.apiKeys.authenticate(key.key)).toBeNull()
     }
-    expect(await env.b.apiKeys.authenticate(other.key)).toEqual({ id: other.id, name: 'other' })
+    expect(await env.b.apiKeys.authenticate(other.key)).toEqual({
+      id: other.id,
+      name: 'other',
+      scopes: ['*'],
+    })
     expect(await env.b.apiKeys.revoke(root.id)).toBe(false)
     expect(await env.b.apiKeys.revoke(999_999)).toBe(false)
   })
@@ -61,12 +74,48 @@ describe('API key store contract (two instances where the backend is shared)', (
   test('one key revoked on both instances at once: exactly one revocation counts', async () => {
     await using env = await twoInstances()
     for (let round = 0; round < 10; round++) {
-      const key = await env.a.apiKeys.create(`k${round}`)
+      const key = await env.a.apiKeys.create({ name: `k${round}`, scopes: ['*'] })
       const outcomes = await Promise.all([
         env.a.apiKeys.revoke(key.id),
         env.b.apiKeys.revoke(key.id),
       ])
       expect(outcomes.sort()).toEqual([false, true])
     }
+  })
+
+  test('a key keeps its scopes, in the contract order, and lists them with its expiry', async () => {
+    await using env = await twoInstances()
+    const created = await env.a.apiKeys.create({
+      name: 'reader',
+      scopes: ['uploads:read', 'users:read', 'users:read'],
+      expiresAt: '2099-01-01T00:00:00.000Z',
+    })
+    expect(created.scopes).toEqual(['users:read', 'uploads:read'])
+    expect(created.expires_at).toBe('2099-01-01T00:00:00.000Z')
+    expect((await env.b.apiKeys.authenticate(created.key))?.scopes).toEqual([
+      'users:read',
+      'uploads:read',
+    ])
+    const listed = (await env.b.apiKeys.list({ limit: 10, offset: 0 })).data[0]
+    expect(listed).toMatchObject({
+      scopes: ['users:read', 'uploads:read'],
+      expires_at: '2099-01-01T00:00:00.000Z',
+      parent_id: null,
+    })
+  })
+
+  test('an expired key is refused like a revoked one, on every instance, and still listed', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-23T12:00:00Z'))
+    await using env = await twoInstances(clock)
+    const created = await env.a.apiKeys.create({
+      name: 'short',
+      scopes: ['*'],
+      expiresAt: '2026-11-23T13:00:00.000Z',
+    })
+    expect(await env.b.apiKeys.authenticate(created.key)).not.toBeNull()
+    clock.advance(60 * 60 * 1000)
+    expect(await env.a.apiKeys.authenticate(created.key)).toBeNull()
+    expect(await env.b.apiKeys.authenticate(created.key)).toBeNull()
+    expect((await env.b.apiKeys.list({ limit: 10, offset: 0 })).total).toBe(1)
   })
 })

@@ -70,10 +70,15 @@ describe('users store contract (two instances where the backend is shared)', () 
       'email',
       'id',
       'name',
+      'role',
       'updated_at',
     ])
     expect(await env.b.users.list({ limit: 2, offset: 10 })).toEqual({ data: [], total: 5 })
-    expect(await env.b.users.byEmail('U1@EXAMPLE.COM')).toEqual({ id: 1, passwordHash: 'hash' })
+    expect(await env.b.users.byEmail('U1@EXAMPLE.COM')).toEqual({
+      id: 1,
+      passwordHash: 'hash',
+      role: 'member',
+    })
     expect((await env.b.users.withPasswordHash(1))?.passwordHash).toBe('hash')
     expect(await env.b.users.get(99)).toBeNull()
     expect(await env.b.users.idByEmail('u2@example.com')).toBe(2)
@@ -93,6 +98,65 @@ describe('users store contract (two instances where the backend is shared)', () 
     await env.b.users.update(user.id, { passwordHash: 'new' }, { versions: null })
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+  })
+
+  test('a role change ends the user’s sessions and tokens; the same role again does not', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create({
+      name: 'Ro',
+      email: 'ro@example.com',
+      passwordHash: 'h',
+    })
+    const first = await env.a.credentials.issue(user.id)
+    await env.b.users.update(user.id, { role: 'member' }, { versions: null })
+    expect(await env.a.credentials.useSession(first.sessionToken)).not.toBeNull()
+    const promoted = await env.b.users.update(user.id, { role: 'admin' }, { versions: null })
+    expect(promoted.role).toBe('admin')
+    expect(await env.a.credentials.useSession(first.sessionToken)).toBeNull()
+    expect(await env.a.credentials.useAccessToken(first.accessToken)).toBeNull()
+    const second = await env.a.credentials.issue(user.id)
+    expect((await env.a.credentials.useSession(second.sessionToken))?.user.role).toBe('admin')
+  })
+
+  test('the last admin is neither demoted nor deleted; a guard may refuse any role change', async () => {
+    await using env = await twoInstances()
+    const admin = await env.a.users.create({
+      name: 'Ad',
+      email: 'ad@example.com',
+      passwordHash: null,
+      role: 'admin',
+    })
+    const outcomes = await Promise.allSettled([
+      env.a.users.update(admin.id, { role: 'member' }, { versions: null }),
+      env.b.users.remove(admin.id, { versions: null }),
+    ])
+    expect(outcomes.map(codeOf)).toEqual(['CONFLICT', 'CONFLICT'])
+    const refusal = new Error('no authority')
+    await expect(
+      env.b.users.update(
+        admin.id,
+        { role: 'member' },
+        { versions: null, refuseRoleChange: refusal },
+      ),
+    ).rejects.toBe(refusal)
+    expect((await env.b.users.get(admin.id))?.role).toBe('admin')
+  })
+
+  test('two admins demoting each other at once, on two instances, leave one admin', async () => {
+    await using env = await twoInstances()
+    const admin = (name: string) =>
+      env.a.users.create({ name, email: `${name}@example.com`, passwordHash: null, role: 'admin' })
+    let survivor = await admin('first')
+    for (let round = 0; round < 10; round++) {
+      const newcomer = await admin(`admin${round}`)
+      const outcomes = await Promise.allSettled([
+        env.a.users.update(survivor.id, { role: 'member' }, { versions: null }),
+        env.b.users.update(newcomer.id, { role: 'member' }, { versions: null }),
+      ])
+      expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
+      survivor = outcomes[0]?.status === 'rejected' ? survivor : newcomer
+      expect((await env.b.users.get(survivor.id))?.role).toBe('admin')
+    }
   })
 
   test('a name change leaves them; a deletion ends them', async () => {

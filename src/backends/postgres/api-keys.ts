@@ -1,20 +1,29 @@
 import type { SQL } from 'bun'
-import { type ApiKeyRows, type ApiKeyView, KEY_FAMILY } from '../../auth/api-keys'
+import { type ApiKeyRow, type ApiKeyRows, KEY_FAMILY } from '../../auth/api-keys'
 import { pageOf, type WithTotal } from './page'
 
 /** API keys in PostgreSQL: a revocation on one instance holds on all at once. */
 export function createPgApiKeyRows(pool: SQL): ApiKeyRows {
   return {
     async insert(row) {
-      const [created] = await pool<ApiKeyView[]>`
-        INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id)
-        VALUES (${row.name}, ${row.prefix}, ${row.keyHash}, ${row.createdAt}, ${row.parentId})
-        RETURNING id, name, prefix, created_at, last_used_at, parent_id`
-      return created as ApiKeyView
+      const [created] = await pool<ApiKeyRow[]>`
+        INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id, scopes, expires_at)
+        VALUES (${row.name}, ${row.prefix}, ${row.keyHash}, ${row.createdAt}, ${row.parentId},
+                ${row.scopes}, ${row.expiresAt})
+        RETURNING id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at`
+      return created as ApiKeyRow
     },
     async findActive(keyHash) {
-      const [row] = await pool<{ id: number; name: string; last_used_at: string | null }[]>`
-        SELECT id, name, last_used_at FROM api_keys
+      const [row] = await pool<
+        {
+          id: number
+          name: string
+          last_used_at: string | null
+          scopes: string
+          expires_at: string | null
+        }[]
+      >`
+        SELECT id, name, last_used_at, scopes, expires_at FROM api_keys
         WHERE key_hash = ${keyHash} AND revoked_at IS NULL`
       return row ?? null
     },
@@ -23,8 +32,8 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows {
     },
     async page(request) {
       return pageOf(
-        await pool<WithTotal<ApiKeyView>[]>`
-          SELECT id, name, prefix, created_at, last_used_at, parent_id,
+        await pool<WithTotal<ApiKeyRow>[]>`
+          SELECT id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at,
                  (count(*) OVER ())::int AS total
           FROM api_keys WHERE revoked_at IS NULL
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}`,

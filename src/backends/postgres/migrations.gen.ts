@@ -5,6 +5,7 @@ import m2 from '../../../drizzle-pg/0002_login_checks.sql' with { type: 'text' }
 import m3 from '../../../drizzle-pg/0003_api_key_parents.sql' with { type: 'text' }
 import m4 from '../../../drizzle-pg/0004_webhook_retention.sql' with { type: 'text' }
 import m5 from '../../../drizzle-pg/0005_pending_touched.sql' with { type: 'text' }
+import m6 from '../../../drizzle-pg/0006_roles_and_scopes.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -13,4 +14,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0003_api_key_parents', when: 1795534880787, sql: m3 },
   { tag: '0004_webhook_retention', when: 1795535092203, sql: m4 },
   { tag: '0005_pending_touched', when: 1795536299510, sql: m5 },
+  { tag: '0006_roles_and_scopes', when: 1795555204139, sql: m6 },
 ]

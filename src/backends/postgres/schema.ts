@@ -22,19 +22,24 @@ import {
 // Epoch milliseconds pass 2^31; read back as JavaScript numbers (exact up to 2^53).
 const epochMs = (name: string) => bigint(name, { mode: 'number' })
 
-export const users = pgTable('users', {
-  id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
-  name: text('name').notNull(),
-  email: text('email').notNull(),
-  emailKey: text('email_key').notNull().unique('users_email_key_unique'),
-  passwordHash: text('password_hash'),
-  version: integer('version').notNull().default(1),
-  // timestamptz(3), where SQLite keeps ISO text: 8 bytes instead of 25 make a row a fifth
-  // narrower, and a page's total is a count that reads every row (0001_user_timestamps).
-  // Milliseconds, as the API shows them; src/backends/postgres/timestamps.ts turns them back into text.
-  createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
-  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
-})
+export const users = pgTable(
+  'users',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    name: text('name').notNull(),
+    email: text('email').notNull(),
+    emailKey: text('email_key').notNull().unique('users_email_key_unique'),
+    passwordHash: text('password_hash'),
+    version: integer('version').notNull().default(1),
+    // timestamptz(3), where SQLite keeps ISO text: 8 bytes instead of 25 make a row a fifth
+    // narrower, and a page's total is a count that reads every row (0001_user_timestamps).
+    // Milliseconds, as the API shows them; src/backends/postgres/timestamps.ts turns them back into text.
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
+    role: text('role').notNull().default('member'),
+  },
+  (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
+)
 
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
@@ -103,6 +108,8 @@ export const apiKeys = pgTable('api_keys', {
   revokedAt: text('revoked_at'),
   /** The key that made this one through the API (null: made on the command line). */
   parentId: integer('parent_id'),
+  scopes: text('scopes').notNull().default('*'),
+  expiresAt: text('expires_at'),
 })
 
 export const uploads = pgTable(

@@ -15,7 +15,7 @@ export function createPgCredentialRows(pool: SQL): CredentialRows & {
   // `table` is one of two literals, never client input.
   const find = async (table: 'sessions' | 'access_tokens', id: string) => {
     const [row] = await pool.unsafe<Stored<FoundCredential>[]>(
-      `SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version,
+      `SELECT u.id, u.name, u.email, u.created_at, u.updated_at, u.version, u.role,
               c.expires_at::float8 AS expires_at
        FROM ${table} c JOIN users u ON u.id = c.user_id WHERE c.id = $1`,
       [id],

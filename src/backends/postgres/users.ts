@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import type { Role } from '../../auth/access'
 import type { PageRequest } from '../../db/page'
 import {
   type Clock,
@@ -24,7 +25,9 @@ import { lookupText } from './text'
 import { type Stored, withIsoTimestamps } from './timestamps'
 
 const EXPORT_BATCH = 1000
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
+/** pg_advisory_xact_lock's key for role changes: 'role' as a 32-bit number. */
+const ROLES_LOCK = 0x726f6c65
+const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role'
 
 // Ids are `integer` columns; a client's id (up to 2^53-1) is compared as int8, so one beyond
 // 2^31-1 finds nothing instead of failing the statement.
@@ -44,7 +47,7 @@ function createPgUserWriteRows(
 ): UserWriteRows {
   async function lockGuarded(tx: SQL, id: number, guard: Parameters<typeof checkGuard>[1]) {
     const [current] = await tx<Stored<GuardedRow>[]>`
-      SELECT id, name, email, created_at, updated_at, version, password_hash IS NOT NULL AS can_sign_in
+      SELECT id, name, email, created_at, updated_at, role, version, password_hash IS NOT NULL AS can_sign_in
       FROM users WHERE id = ${id}::int8 FOR UPDATE`
     return checkGuard(current && withIsoTimestamps(current), guard)
   }
@@ -54,10 +57,10 @@ function createPgUserWriteRows(
       const at = now().toISOString()
       const [created] = await neutralUnique(
         q<Stored<UserRecord>[]>`
-          INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
+          INSERT INTO users (name, email, email_key, password_hash, role, created_at, updated_at)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
-                  ${input.passwordHash}, ${at}, ${at})
-          RETURNING id, name, email, created_at, updated_at, version`,
+                  ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
+          RETURNING id, name, email, created_at, updated_at, role, version`,
       )
       return withIsoTimestamps(created as Stored<UserRecord>)
     },
@@ -73,10 +76,11 @@ function createPgUserWriteRows(
               email = coalesce(${email}::text, email),
               email_key = coalesce(${email === null ? null : emailKey(email)}::text, email_key),
               password_hash = coalesce(${changes.passwordHash ?? null}::text, password_hash),
+              role = coalesce(${changes.role ?? null}::text, role),
               version = version + 1,
               updated_at = ${now().toISOString()}
             WHERE id = ${id}::int8
-            RETURNING id, name, email, created_at, updated_at, version`,
+            RETURNING id, name, email, created_at, updated_at, role, version`,
         )
         return withIsoTimestamps(updated as Stored<UserRecord>)
       })
@@ -93,6 +97,21 @@ function createPgUserWriteRows(
       const [row] = await q<{ id: number }[]>`
         SELECT id FROM users WHERE email_key = ${lookupText(key)}`
       return row?.id ?? null
+    },
+
+    async lockRoles() {
+      await q`SELECT pg_advisory_xact_lock(${ROLES_LOCK})`
+    },
+
+    async roleOf(id) {
+      const [row] = await q<{ role: Role }[]>`SELECT role FROM users WHERE id = ${id}::int8`
+      return row?.role ?? null
+    },
+
+    async countAdmins() {
+      const [row] = await q<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM users WHERE role = 'admin'`
+      return row?.n ?? 0
     },
   }
 }
@@ -111,7 +130,7 @@ export function createPgUserRows(
 
     async get(id) {
       const [row] = await pool<Stored<UserRecord>[]>`
-        SELECT id, name, email, created_at, updated_at, version FROM users WHERE id = ${id}::int8`
+        SELECT id, name, email, created_at, updated_at, role, version FROM users WHERE id = ${id}::int8`
       return row === undefined ? null : withIsoTimestamps(row)
     },
 
@@ -121,18 +140,19 @@ export function createPgUserRows(
       const rows = await pool<(Stored<User> & { total: string })[]>`
         WITH counted AS (SELECT count(*) AS total FROM users)
         SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
-          SELECT id, name, email, created_at, updated_at FROM users
+          SELECT id, name, email, created_at, updated_at, role FROM users
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}
         ) page ON true`
       const total = Number(rows[0]?.total ?? 0)
       const data = rows
         .filter((row) => row.id !== null)
-        .map(({ id, name, email, created_at, updated_at }) => ({
+        .map(({ id, name, email, created_at, updated_at, role }) => ({
           id,
           name,
           email,
           created_at: created_at.toISOString(),
           updated_at: updated_at.toISOString(),
+          role,
         }))
       return { data, total }
     },
@@ -148,14 +168,16 @@ export function createPgUserRows(
     count: () => countOf(pool`SELECT count(*)::int AS n FROM users`),
 
     async byEmailKey(key) {
-      const [row] = await pool<{ id: number; password_hash: string | null }[]>`
-        SELECT id, password_hash FROM users WHERE email_key = ${lookupText(key)}`
-      return row === undefined ? null : { id: row.id, passwordHash: row.password_hash }
+      const [row] = await pool<{ id: number; password_hash: string | null; role: Role }[]>`
+        SELECT id, password_hash, role FROM users WHERE email_key = ${lookupText(key)}`
+      return row === undefined
+        ? null
+        : { id: row.id, passwordHash: row.password_hash, role: row.role }
     },
 
     async withPasswordHash(userId) {
       const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
-        SELECT id, name, email, created_at, updated_at, version, password_hash FROM users WHERE id = ${userId}::int8`
+        SELECT id, name, email, created_at, updated_at, role, version, password_hash FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
       const { password_hash: passwordHash, ...user } = row
       return { user: withIsoTimestamps<UserRecord>(user), passwordHash }

@@ -1,4 +1,4 @@
-import { type ApiKeyRows, type ApiKeyView, KEY_FAMILY } from '../../auth/api-keys'
+import { type ApiKeyRow, type ApiKeyRows, KEY_FAMILY } from '../../auth/api-keys'
 import type { PageRequest } from '../../db/page'
 import type { Store } from './connection'
 import { settle } from './settle'
@@ -7,15 +7,28 @@ import { settle } from './settle'
 export function createSqliteApiKeyRows(store: Store): ApiKeyRows {
   const sqlite = store.db.$client
   const { reader, writes } = store
-  const columns = 'id, name, prefix, created_at, last_used_at, parent_id'
-  const insert = sqlite.query<ApiKeyView, [string, string, string, string, number | null]>(
-    `INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id) VALUES (?, ?, ?, ?, ?) RETURNING ${columns}`,
+  const columns = 'id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at'
+  const insert = sqlite.query<
+    ApiKeyRow,
+    [string, string, string, string, number | null, string, string | null]
+  >(
+    `INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id, scopes, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
   )
-  const byHash = reader.query<{ id: number; name: string; last_used_at: string | null }, [string]>(
-    'SELECT id, name, last_used_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
+  const byHash = reader.query<
+    {
+      id: number
+      name: string
+      last_used_at: string | null
+      scopes: string
+      expires_at: string | null
+    },
+    [string]
+  >(
+    'SELECT id, name, last_used_at, scopes, expires_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
   )
   const touch = sqlite.query('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
-  const page = reader.query<ApiKeyView, [number, number]>(
+  const page = reader.query<ApiKeyRow, [number, number]>(
     `SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT ? OFFSET ?`,
   )
   const total = reader.query<{ n: number }, []>(
@@ -37,7 +50,15 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows {
     insert: (row) =>
       writes.run(
         () =>
-          insert.get(row.name, row.prefix, row.keyHash, row.createdAt, row.parentId) as ApiKeyView,
+          insert.get(
+            row.name,
+            row.prefix,
+            row.keyHash,
+            row.createdAt,
+            row.parentId,
+            row.scopes,
+            row.expiresAt,
+          ) as ApiKeyRow,
       ),
     findActive: (keyHash) => settle(() => byHash.get(keyHash)),
     async touch(id, at) {

@@ -7,16 +7,23 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'driz
  * toLowerCase folds all of Unicode, SQLite's NOCASE only ASCII). `version` grows on every
  * write and is what the ETag is made from.
  */
-export const users = sqliteTable('users', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  name: text('name').notNull(),
-  email: text('email').notNull(),
-  emailKey: text('email_key').notNull().unique('users_email_key_unique'),
-  passwordHash: text('password_hash'),
-  version: integer('version').notNull().default(1),
-  createdAt: text('created_at').notNull(),
-  updatedAt: text('updated_at').notNull(),
-})
+export const users = sqliteTable(
+  'users',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    name: text('name').notNull(),
+    email: text('email').notNull(),
+    emailKey: text('email_key').notNull().unique('users_email_key_unique'),
+    passwordHash: text('password_hash'),
+    version: integer('version').notNull().default(1),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+    /** `member` or `admin` (auth/access.ts); existing users became members. */
+    role: text('role').notNull().default('member'),
+  },
+  // The admins, found without reading every user (the last-admin rule counts them).
+  (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
+)
 
 /**
  * Answers to POST requests sent with an Idempotency-Key, kept for 24 hours so a retry gets
@@ -98,6 +105,10 @@ export const apiKeys = sqliteTable('api_keys', {
   revokedAt: text('revoked_at'),
   /** The key that made this one through the API (null: made on the command line). */
   parentId: integer('parent_id'),
+  /** Space-separated scopes (auth/access.ts); `*` is every scope, as keys were before scopes. */
+  scopes: text('scopes').notNull().default('*'),
+  /** ISO time after which the key is refused; null: it does not expire. */
+  expiresAt: text('expires_at'),
 })
 
 /**

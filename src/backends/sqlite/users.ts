@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
+import type { Role } from '../../auth/access'
 import type { PageRequest } from '../../db/page'
 import {
   type Clock,
@@ -28,7 +29,7 @@ import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
 
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at'
+const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role'
 const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
 
 // The same columns for drizzle's RETURNING on writes.
@@ -38,6 +39,7 @@ const recordColumns = {
   email: users.email,
   created_at: users.createdAt,
   updated_at: users.updatedAt,
+  role: users.role,
   version: users.version,
 }
 
@@ -64,6 +66,10 @@ export function createSqliteUserRows(
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
   )
+  const roleById = writer.query<{ role: Role }, [number]>('SELECT role FROM users WHERE id = ?')
+  const adminCount = writer.query<{ n: number }, []>(
+    "SELECT count(*) AS n FROM users WHERE role = 'admin'",
+  )
   const currentByEmailKey = writer.query<{ id: number }, [string]>(
     'SELECT id FROM users WHERE email_key = ?',
   )
@@ -71,9 +77,10 @@ export function createSqliteUserRows(
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
-  const byEmailKey = sqlite.query<{ id: number; password_hash: string | null }, [string]>(
-    'SELECT id, password_hash FROM users WHERE email_key = ?',
-  )
+  const byEmailKey = sqlite.query<
+    { id: number; password_hash: string | null; role: Role },
+    [string]
+  >('SELECT id, password_hash, role FROM users WHERE email_key = ?')
   const replaceHash = writer.query(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
@@ -93,6 +100,7 @@ export function createSqliteUserRows(
         email: sql.placeholder('email'),
         emailKey: sql.placeholder('emailKey'),
         passwordHash: sql.placeholder('passwordHash'),
+        role: sql.placeholder('role'),
         createdAt: sql.placeholder('at'),
         updatedAt: sql.placeholder('at'),
       })
@@ -110,6 +118,7 @@ export function createSqliteUserRows(
         email: keep(users.email, 'email'),
         emailKey: keep(users.emailKey, 'emailKey'),
         passwordHash: keep(users.passwordHash, 'passwordHash'),
+        role: keep(users.role, 'role'),
         version: sql`${users.version} + 1`,
         updatedAt: sql`${sql.placeholder('at')}`,
       })
@@ -141,6 +150,7 @@ export function createSqliteUserRows(
             email: input.email,
             emailKey: emailKey(input.email),
             passwordHash: input.passwordHash,
+            role: input.role ?? 'member',
             at: now().toISOString(),
           }) as UserRecord,
       )
@@ -157,6 +167,7 @@ export function createSqliteUserRows(
               email: changes.email ?? null,
               emailKey: changes.email === undefined ? null : emailKey(changes.email),
               passwordHash: changes.passwordHash ?? null,
+              role: changes.role ?? null,
               at: now().toISOString(),
             }) as UserRecord,
         )
@@ -171,8 +182,17 @@ export function createSqliteUserRows(
     },
   }
 
+  // One writer: a unit's role changes are already serialised, and read on the writer.
+  const roles = {
+    lockRoles: () => Promise.resolve(),
+    roleOf: (id: number) => settle(() => roleById.get(id)?.role ?? null),
+    countAdmins: () => settle(() => adminCount.get()?.n ?? 0),
+  }
+
   return {
+    ...roles,
     inUnit: {
+      ...roles,
       insert: (input) => settle(() => inWrite.insert(input)),
       update: (id, changes, guard) => settle(() => inWrite.update(id, changes, guard)),
       remove: (id, guard) => settle(() => inWrite.remove(id, guard)),
@@ -189,7 +209,7 @@ export function createSqliteUserRows(
     byEmailKey: (key) =>
       settle(() => {
         const row = byEmailKey.get(key)
-        return row === null ? null : { id: row.id, passwordHash: row.password_hash }
+        return row === null ? null : { id: row.id, passwordHash: row.password_hash, role: row.role }
       }),
     withPasswordHash: (userId) =>
       settle(() => {

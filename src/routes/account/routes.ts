@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../../auth/authenticator'
 import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
+import type { Config } from '../../config'
 import { fieldDetail } from '../../errors/details'
 import { AppError, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
@@ -11,6 +12,7 @@ import type { UserStore } from '../../users/store'
 import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
 import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
 import { principalOf } from '../auth/principal'
+import { guardOf } from '../authorisation'
 import type { User } from '../users/schema'
 import { loginBody } from './login-body'
 import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
@@ -27,11 +29,14 @@ export interface AccountRouteInputs {
   authenticator: Pick<Authenticator, 'signIn'>
   users: Pick<UserStore, 'get'>
   credentials: CredentialStore
-  config: CookieSecurity
+  config: CookieSecurity & Pick<Config, 'usersAccess'>
 }
 
 export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, users, credentials, authenticator, config } = inputs
+  const logout = guardOf('POST /logout', config.usersAccess)
+  const me = guardOf('GET /me', config.usersAccess)
+  const secure = guardOf('GET /secure', config.usersAccess)
 
   /** A user's record; a user deleted mid-request is a 401 like any lost credential. */
   const userRecord = async (userId: number): Promise<User> => {
@@ -113,13 +118,13 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
         return ''
       },
       {
-        auth: { schemes: ['bearer', 'session'] },
+        ...logout.hook,
         detail: {
           tags,
           summary: 'Sign out',
           description:
             'Revokes the bearer token or session that was presented and clears the cookie. 204.',
-          security: [{ bearer: [] }, { session: [] }],
+          security: logout.security,
           responses: {
             204: { description: 'Signed out; the cookie is cleared' },
             ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN')),
@@ -128,12 +133,12 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
       },
     )
     .get('/me', ({ set }) => callerRecord(set), {
-      auth: { schemes: ['bearer', 'session'] },
+      ...me.hook,
       detail: {
         tags,
         summary: 'The caller’s own record',
         description: 'The user the bearer token or session cookie belongs to.',
-        security: [{ bearer: [] }, { session: [] }],
+        security: me.security,
         responses: documented({
           200: LoginAnswer.properties.user,
           ...errorResponses('UNAUTHORIZED'),
@@ -144,13 +149,13 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
       '/secure',
       async ({ set }) => ({ authenticated: true as const, user: await callerRecord(set) }),
       {
-        auth: { schemes: ['basic'] },
+        ...secure.hook,
         detail: {
           tags,
           summary: 'Protected content (HTTP Basic)',
           description:
             'Basic email:password. A verified credential is remembered for a minute (keyed by a hash), so argon2 does not run on every request; a password change drops it.',
-          security: [{ basic: [] }],
+          security: secure.security,
           responses: documented({
             200: SecureAnswer,
             ...errorResponses('UNAUTHORIZED', 'RATE_LIMITED'),

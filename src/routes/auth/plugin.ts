@@ -6,18 +6,15 @@ import {
   type Presented,
   unauthorized,
 } from '../../auth/authenticator'
-import type { Principal, Scheme } from '../../auth/principal'
+import type { Principal } from '../../auth/principal'
 import type { Config } from '../../config'
 import { badRequest } from '../../errors/errors'
 import { cameOverTls, clientIp } from '../../http/client'
+import { type AuthRequirement, authorise } from '../authorisation'
 import { sessionCookieHeader, sessionFromCookieHeader } from './cookies'
 import { setPrincipal } from './principal'
 
-export interface AuthRequirement {
-  schemes: readonly Scheme[]
-  /** Anonymous callers are let through (the route decides what they may do). */
-  optional?: boolean
-}
+export type { AuthRequirement }
 
 /** Whether a cookie set for this request should carry `Secure`. */
 export type CookieSecurity = Pick<Config, 'cookieSecure' | 'trustProxy'>
@@ -38,6 +35,9 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
   ) => {
     if (result.principal === null && requirement.optional !== true) {
       throw unauthorized(requirement.schemes, 'This route needs credentials')
+    }
+    if (result.principal !== null && requirement.rule !== undefined) {
+      authorise(result.principal, requirement.rule)
     }
     setPrincipal(set, result.principal)
     if (result.renewedSession !== undefined) {

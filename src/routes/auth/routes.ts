@@ -1,12 +1,16 @@
 import { Elysia } from 'elysia'
+import { beyond, type Grant } from '../../auth/access'
 import type { ApiKeyStore } from '../../auth/api-keys'
+import { grantsOf } from '../../auth/principal'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
-import { notFound } from '../../errors/errors'
+import { fieldDetail } from '../../errors/details'
+import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
+import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
 import { principalOf } from './principal'
 import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey } from './schema'
@@ -20,12 +24,19 @@ export interface AuthRouteInputs {
   apiKeys: ApiKeyStore
   /** Row counts for GET /data. */
   counts: () => Promise<{ users: number; uploads: number; webhook_events: number }>
-  config: Pick<Config, 'publicUrl'>
+  config: Pick<Config, 'publicUrl' | 'usersAccess'>
+  /** Epoch milliseconds, to judge an expiry. */
+  clock: () => number
 }
 
 export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, apiKeys, counts, config } = inputs
   const listPath = `${prefix}/api-keys`
+  const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
+  const data = guard('GET /data')
+  const create = guard('POST /api-keys')
+  const list = guard('GET /api-keys')
+  const revoke = guard('DELETE /api-keys/:id')
 
   return new Elysia({ prefix })
     .use(auth)
@@ -38,16 +49,16 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         return { data: await counts(), key }
       },
       {
-        auth: { schemes: ['apiKey'] },
+        ...data.hook,
         detail: {
           tags,
           summary: 'Service data (API key)',
           description:
-            'How many users, uploads and webhook events roster holds, and which API key asked.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+            'How many users, uploads and webhook events roster holds, and which API key asked (null for an admin).',
+          security: data.security,
           responses: documented({
             200: DataAnswer,
-            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED'),
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN'),
           }),
         },
       },
@@ -59,24 +70,39 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         set.headers['cache-control'] = NO_STORE
         // The key that asks records itself as the parent: revoking it revokes this one too.
         const principal = principalOf(set)
-        const parent = principal?.kind === 'apiKey' ? principal.keyId : null
-        return await apiKeys.create(body.name.trim(), parent)
+        const held = grantsOf(principal)
+        const scopes = (body.scopes as Grant[] | undefined) ?? [...held]
+        const over = beyond(scopes, held)
+        if (over.length > 0) {
+          throw new AppError('FORBIDDEN', 'A key can be given at most the scopes of its creator', [
+            fieldDetail('scopes', `${over.join(', ')} is not held by the caller`, over.join(' ')),
+          ])
+        }
+        const expiresAt =
+          body.expires_at === undefined ? null : futureTime(body.expires_at, inputs.clock())
+        return await apiKeys.create({
+          name: body.name.trim(),
+          parentId: principal?.kind === 'apiKey' ? principal.keyId : null,
+          scopes,
+          expiresAt,
+        })
       },
       {
-        auth: { schemes: ['apiKey'] },
+        ...create.hook,
         parse: jsonBody(),
         body: CreateApiKeyBody,
         detail: {
           tags,
           summary: 'Create an API key',
           description:
-            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.',
+          security: create.security,
           responses: documented({
             201: CreatedApiKey,
             ...errorResponses(
               'BAD_REQUEST',
               'UNAUTHORIZED',
+              'FORBIDDEN',
               'PAYLOAD_TOO_LARGE',
               'UNSUPPORTED_MEDIA_TYPE',
               'VALIDATION_ERROR',
@@ -94,16 +120,17 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
           list: (page) => apiKeys.list(page),
         }),
       {
-        auth: { schemes: ['apiKey'] },
+        ...list.hook,
         detail: {
           tags,
           summary: 'List API keys',
-          description: 'Active keys, oldest first, paginated like /users.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          description:
+            'Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.',
+          security: list.security,
           parameters: OFFSET_PAGE_PARAMETERS,
           responses: documented({
             200: ApiKeyPage,
-            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR'),
           }),
         },
       },
@@ -118,18 +145,27 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         return { id, revoked: true as const }
       },
       {
-        auth: { schemes: ['apiKey'] },
+        ...revoke.hook,
         detail: {
           tags,
           summary: 'Revoke an API key',
           description:
             'The key, and every key made from it (at any depth), is refused from the next request on.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          security: revoke.security,
           responses: documented({
             200: RevokedApiKey,
-            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'NOT_FOUND'),
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND'),
           }),
         },
       },
     )
+}
+
+/** An expiry the client gave: a time that lies ahead, as ISO text (422 otherwise). */
+function futureTime(text: string, now: number): string {
+  const at = Date.parse(text)
+  if (Number.isNaN(at) || at <= now) {
+    throw validationFailed([fieldDetail('expires_at', 'must be a date-time in the future', text)])
+  }
+  return new Date(at).toISOString()
 }

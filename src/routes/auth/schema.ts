@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { SCOPES } from '../../auth/access'
 import { offsetPageOf } from '../../http/openapi-schemas'
 
 export const DataAnswer = t.Object({
@@ -8,7 +9,25 @@ export const DataAnswer = t.Object({
     uploads: Type.Integer({ minimum: 0 }),
     webhook_events: Type.Integer({ minimum: 0 }),
   }),
-  key: t.Object({ id: Type.Integer(), name: t.String() }),
+  key: t.Union([t.Object({ id: Type.Integer(), name: t.String() }), t.Null()], {
+    description: 'The API key that asked; null when an admin asked with its own credential.',
+  }),
+})
+
+const Grant = t.Union([...SCOPES.map((scope) => t.Literal(scope)), t.Literal('*')], {
+  description: 'A scope, or * for every scope.',
+})
+
+const Scopes = t.Array(Grant, {
+  minItems: 1,
+  uniqueItems: true,
+  error: `must be a non-empty list of distinct scopes: ${SCOPES.join(', ')} or *`,
+  description:
+    'What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks.',
+})
+
+const ExpiresAt = t.Union([t.String({ format: 'date-time' }), t.Null()], {
+  description: 'When the key stops working (then it is refused like a revoked one); null: never.',
 })
 
 const KeyName = t.String({
@@ -17,7 +36,21 @@ const KeyName = t.String({
     'must be 1–200 characters after trimming, with no control characters, bidirectional controls or invisible characters',
 })
 
-export const CreateApiKeyBody = t.Object({ name: KeyName }, { additionalProperties: false })
+export const CreateApiKeyBody = t.Object(
+  {
+    name: KeyName,
+    scopes: t.Optional({
+      ...Scopes,
+      description: `${Scopes.description} At most the scopes of the caller; when left out, the caller's.`,
+    }),
+    expires_at: t.Optional({
+      ...t.String({ format: 'date-time' }),
+      error: 'must be an RFC 3339 date-time in the future',
+      description: 'When the key stops working; leave out for a key that does not expire.',
+    }),
+  },
+  { additionalProperties: false },
+)
 
 export const ApiKeyView = t.Object({
   id: Type.Integer(),
@@ -29,8 +62,10 @@ export const ApiKeyView = t.Object({
   }),
   parent_id: t.Union([Type.Integer(), t.Null()], {
     description:
-      'The key that made this one through the API (revoking it revokes this one); null when made on the command line.',
+      'The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin.',
   }),
+  scopes: Scopes,
+  expires_at: ExpiresAt,
 })
 
 export const CreatedApiKey = t.Object({
@@ -39,6 +74,9 @@ export const CreatedApiKey = t.Object({
   prefix: t.String(),
   key: t.String({ description: 'Shown only in this answer: store it now.' }),
   created_at: t.String({ format: 'date-time' }),
+  parent_id: t.Union([Type.Integer(), t.Null()]),
+  scopes: Scopes,
+  expires_at: ExpiresAt,
 })
 
 export const ApiKeyPage = offsetPageOf(ApiKeyView)

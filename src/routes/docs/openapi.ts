@@ -1,4 +1,5 @@
 import type { AnyElysia } from 'elysia'
+import { SCOPE_LIST } from '../../auth/access'
 import { ERROR_CODES, type ErrorCode } from '../../errors/errors'
 import { ErrorEnvelope, HEADER_PARAMETERS } from '../../http/openapi-schemas'
 import { SESSION_COOKIE } from '../auth/cookies'
@@ -37,20 +38,29 @@ function documentation(version: string) {
     ],
     components: {
       securitySchemes: {
-        basic: { type: 'http', scheme: 'basic', description: 'email:password' },
-        bearer: { type: 'http', scheme: 'bearer', description: 'access_token from /login' },
+        basic: { type: 'http', scheme: 'basic', description: `email:password. ${USER_SCOPES}` },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `access_token from /login. ${USER_SCOPES}`,
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',
           name: SESSION_COOKIE,
-          description: 'from /login',
+          description: `from /login. ${USER_SCOPES}`,
         },
-        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-        apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key' },
+        apiKeyHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-API-Key',
+          description: KEY_SCOPES,
+        },
+        apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: KEY_SCOPES },
         bearerApiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'an API key (rk_…) as a bearer token, as Prometheus sends it',
+          description: `an API key (rk_…) as a bearer token, as Prometheus sends it. ${KEY_SCOPES}`,
         },
       },
     },
@@ -76,6 +86,11 @@ export async function openApiDocument(app: AnyElysia, version: string): Promise<
   }
   return publish(document)
 }
+
+/** What the scopes in an operation's `security` mean, per kind of credential. */
+const KEY_SCOPES = `An API key may call an operation when it holds a scope the operation's security lists (${SCOPE_LIST}; \`*\` is every scope, and a \`:write\` scope includes its \`:read\`). Otherwise 403 FORBIDDEN names the scope.`
+const USER_SCOPES =
+  "A user's credential: an admin holds every scope; a member only reaches its own record and uploads (403 FORBIDDEN naming the scope elsewhere)."
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 

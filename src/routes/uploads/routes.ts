@@ -1,5 +1,4 @@
 import { Elysia } from 'elysia'
-import { ANY_SCHEME } from '../../auth/principal'
 import type { Config } from '../../config'
 import { ID_FORMAT } from '../../db/random-id'
 import { notFound, unsupportedMediaType } from '../../errors/errors'
@@ -10,7 +9,8 @@ import { MAX_DESCRIPTION } from '../../uploads/fields'
 import { cleanContentType } from '../../uploads/names'
 import type { FileRecord, UploadRecord, UploadService } from '../../uploads/service'
 import type { AuthPlugin } from '../auth/plugin'
-import { ANY_CREDENTIAL_SECURITY as ANY_CREDENTIAL, principalOf } from '../auth/principal'
+import { principalOf } from '../auth/principal'
+import { guardOf } from '../authorisation'
 import { fileResponse } from './download'
 import { multipartForm, type RequestForm, uploadFailure } from './multipart'
 import { rawForm } from './raw-body'
@@ -30,7 +30,12 @@ export interface UploadRouteInputs {
 /** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, under one prefix. */
 export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, uploads, uploadStored, config } = inputs
-  const uploadNeedsCredential = config.usersAccess === 'protected'
+  const uploadGuard = guardOf('POST /upload', config.usersAccess)
+  const listGuard = guardOf('GET /uploads', config.usersAccess)
+  const getGuard = guardOf('GET /uploads/:id', config.usersAccess)
+  const deleteGuard = guardOf('DELETE /uploads/:id', config.usersAccess)
+  const fileGuard = guardOf('GET /files/:id', config.usersAccess)
+  const headGuard = guardOf('HEAD /files/:id', config.usersAccess)
   const view = (upload: UploadRecord) => uploadView(upload, prefix)
 
   /** The upload form the body holds, by its type; a body that is not 415. */
@@ -61,13 +66,13 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
       },
       {
         parse: 'none',
-        auth: { schemes: ANY_SCHEME, optional: !uploadNeedsCredential },
+        ...uploadGuard.hook,
         detail: {
           tags,
           summary: 'Upload files',
           description:
             'multipart/form-data: one or more file parts with distinct names, optional description (at most 1000 characters) and public (true/false). Or application/octet-stream: the body is one file, named by Content-Disposition or ?filename=, with description and public in the query. Streams to disk; credentials sent with it make that user or key the owner.',
-          security: ANY_CREDENTIAL,
+          security: uploadGuard.security,
           requestBody: {
             content: {
               'multipart/form-data': {
@@ -109,13 +114,13 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         return { data: page.data.map(view), pagination: page.pagination }
       },
       {
-        auth: { schemes: ['apiKey'] },
+        ...listGuard.hook,
         detail: {
           tags,
           summary: 'List uploads (API key)',
           description:
             'Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          security: listGuard.security,
           parameters: OFFSET_PAGE_PARAMETERS,
           responses: documented({
             200: UploadPage,
@@ -133,13 +138,13 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         return view(upload)
       },
       {
-        auth: { schemes: ANY_SCHEME, optional: true },
+        ...getGuard.hook,
         detail: {
           tags,
           summary: 'An upload’s metadata',
           description:
             'Private uploads need the owner’s credential or an API key: with none, 401; with someone else’s, 404.',
-          security: ANY_CREDENTIAL,
+          security: getGuard.security,
           responses: documented({
             200: UploadView,
             ...errorResponses('UNAUTHORIZED', 'NOT_FOUND'),
@@ -157,13 +162,13 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         return { id: upload.id, deleted: true as const }
       },
       {
-        auth: { schemes: ANY_SCHEME, optional: true },
+        ...deleteGuard.hook,
         detail: {
           tags,
           summary: 'Delete an upload and its files',
           description:
             'Needs the owner’s credential or an API key; another user’s credential is 403 on a public upload and 404 on a private one.',
-          security: ANY_CREDENTIAL,
+          security: deleteGuard.security,
           responses: documented({
             200: DeletedUpload,
             ...errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND'),
@@ -172,13 +177,13 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
       },
     )
     .get('/files/:id', ({ params, request, set }) => download(params.id, request, set, false), {
-      auth: { schemes: ANY_SCHEME, optional: true },
+      ...fileGuard.hook,
       detail: {
         tags,
         summary: 'Download a file',
         description:
           'Range (one range; 206, or 416 when it starts past the end) and ETag (the SHA-256; If-None-Match gives 304). A Range with whitespace or several ranges is declined (200, the whole file). Served with X-Content-Type-Options: nosniff and a sandboxing Content-Security-Policy; only passive types (images other than SVG, text/plain, PDF, audio, video) inline, everything else as an attachment.',
-        security: ANY_CREDENTIAL,
+        security: fileGuard.security,
         responses: {
           200: {
             description: 'The file',
@@ -194,7 +199,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
       },
     })
     .head('/files/:id', ({ params, request, set }) => download(params.id, request, set, true), {
-      auth: { schemes: ANY_SCHEME, optional: true },
+      ...headGuard.hook,
       detail: { hide: true },
     })
 

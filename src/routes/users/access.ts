@@ -1,37 +1,50 @@
-import { ANY_SCHEME } from '../../auth/principal'
+import type { Role } from '../../auth/access'
+import { holds } from '../../auth/principal'
+import { fieldDetail } from '../../errors/details'
 import { AppError } from '../../errors/errors'
-import { ANY_CREDENTIAL_SECURITY, principalOf } from '../auth/principal'
+import { principalOf } from '../auth/principal'
+import { guardOf, requireSelfOr, type UsersAccess } from '../authorisation'
 
 /**
- * The --users-access rule. `open`: no credential is asked for. `protected`: reads need any
- * valid credential; creating a user needs an API key; changing or deleting one needs an API
- * key or that user's own credential (403 otherwise).
+ * The users routes' guards, from the authorisation table, for the --users-access mode. `open`:
+ * no credential is asked for (a write reads one if sent: a role, a password or an email
+ * changes only with authority). `protected`: an API key with the scope, an admin, or (for one
+ * record) the member itself.
  */
-export function usersAccess(mode: 'open' | 'protected') {
-  const isProtected = mode === 'protected'
-  const guard = isProtected ? { auth: { schemes: ANY_SCHEME } } : {}
-  const docs = isProtected ? { security: ANY_CREDENTIAL_SECURITY } : {}
+export function usersAccess(mode: UsersAccess) {
+  const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, mode)
   return {
-    read: guard,
-    write: guard,
+    list: guard('GET /users'),
+    create: guard('POST /users'),
+    get: guard('GET /users/:id'),
+    replace: guard('PUT /users/:id'),
+    patch: guard('PATCH /users/:id'),
+    remove: guard('DELETE /users/:id'),
+
+    /** A member reaches only its own record (protected mode); a key or an admin any. */
+    requireSelf(set: object, scope: 'users:read' | 'users:write', targetId: number): void {
+      if (mode === 'open') return
+      requireSelfOr(principalOf(set), scope, targetId)
+    },
+
     /**
-     * PUT and PATCH: in open mode too, a credential sent along is read (optionally), since
-     * who asks decides whether a password or email may change (see credential-changes.ts).
+     * Who may give a role (section 12): an admin or a key with users:write, in either mode. A
+     * write that would change the role of a user otherwise carries this refusal in its guard.
      */
-    update: isProtected ? guard : { auth: { schemes: ANY_SCHEME, optional: true } },
-    readDocs: docs,
-    writeDocs: docs,
-    mayWrite(set: object, targetId?: number): void {
-      if (!isProtected) return
-      const principal = principalOf(set)
-      if (principal?.kind === 'apiKey') return
-      if (principal?.kind === 'user' && principal.userId === targetId) return
-      throw new AppError(
+    roleRefusal(set: object): AppError | undefined {
+      if (holds(principalOf(set), 'users:write')) return undefined
+      return new AppError(
         'FORBIDDEN',
-        targetId === undefined
-          ? 'Creating users needs an API key'
-          : 'Only the user itself or an API key may change this record',
+        'Only an admin or an API key with users:write changes a role',
+        [fieldDetail('role', 'users:write is required to change a role', '')],
       )
+    },
+
+    /** POST: a role other than member needs the same authority. */
+    requireRoleAuthority(set: object, role: Role | undefined): void {
+      if (role === undefined || role === 'member') return
+      const refusal = this.roleRefusal(set)
+      if (refusal !== undefined) throw refusal
     },
   }
 }

@@ -5,6 +5,7 @@ import { QueryReader } from '../../http/query'
 import type { UserStore } from '../../users/store'
 import { exportChunks, type TransferFormat } from '../../users/transfer'
 import type { AuthPlugin } from '../auth/plugin'
+import { guardOf, type UsersAccess } from '../authorisation'
 
 const MEDIA_TYPES: Record<TransferFormat, string> = {
   csv: 'text/csv; charset=utf-8',
@@ -16,10 +17,16 @@ const MEDIA_TYPES: Record<TransferFormat, string> = {
  * `roster users export` (never the password hashes: those leave only through the CLI).
  */
 export function userExportRoutes(
-  inputs: { auth: AuthPlugin; users: Pick<UserStore, 'exportAll'>; clock: () => number },
+  inputs: {
+    auth: AuthPlugin
+    users: Pick<UserStore, 'exportAll'>
+    clock: () => number
+    usersAccess: UsersAccess
+  },
   prefix: '' | '/v1' | '/v2',
 ) {
   const { auth, users, clock } = inputs
+  const guard = guardOf('GET /users/export', inputs.usersAccess)
   return new Elysia({ prefix }).use(auth).get(
     '/users/export',
     ({ request }) => {
@@ -36,13 +43,13 @@ export function userExportRoutes(
       })
     },
     {
-      auth: { schemes: ['apiKey'] },
+      ...guard.hook,
       detail: {
         tags: ['users'],
-        summary: 'Export every user (API key)',
+        summary: 'Export every user (users:read)',
         description:
           'Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.',
-        security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+        security: guard.security,
         parameters: [
           {
             name: 'format',

@@ -1,4 +1,5 @@
 import { type Context, Elysia } from 'elysia'
+import type { Role } from '../../auth/access'
 import { hashPassword } from '../../auth/passwords'
 import { principalKey } from '../../auth/principal'
 import type { Config } from '../../config'
@@ -64,6 +65,7 @@ type UpdateBody = {
   email?: string
   password?: string
   current_password?: string
+  role?: Role
 }
 
 /**
@@ -91,10 +93,11 @@ export function usersRoutes(
   ) {
     const { set, request, server } = context
     const id = parseUserId(rawId)
-    access.mayWrite(set, id)
-    if (body.name === undefined && body.email === undefined && body.password === undefined) {
+    access.requireSelf(set, 'users:write', id)
+    const fields = [body.name, body.email, body.password, body.role]
+    if (fields.every((field) => field === undefined)) {
       throw validationFailed([
-        fieldDetail('body', 'must contain at least one of name, email, password', body),
+        fieldDetail('body', 'must contain at least one of name, email, password, role', body),
       ])
     }
     const credentialGuard = await authorizeCredentialChange(
@@ -107,8 +110,8 @@ export function usersRoutes(
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
     const user = await users.update(
       id,
-      { name: body.name, email: body.email, passwordHash },
-      { ...guard, ...credentialGuard },
+      { name: body.name, email: body.email, passwordHash, role: body.role },
+      { ...guard, ...credentialGuard, refuseRoleChange: access.roleRefusal(set) },
     )
     set.headers.etag = etagOf(user)
     return toView(user)
@@ -126,8 +129,8 @@ export function usersRoutes(
               list: (page) => users.list(page),
             }),
           {
-            ...access.read,
-            detail: { ...access.readDocs, ...LIST_V1_DOCS },
+            ...access.list.hook,
+            detail: { security: access.list.security, ...LIST_V1_DOCS },
           },
         )
       : app.get(
@@ -135,8 +138,8 @@ export function usersRoutes(
           ({ request, set }) =>
             v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
           {
-            ...access.read,
-            detail: { ...access.readDocs, ...LIST_V2_DOCS },
+            ...access.list.hook,
+            detail: { security: access.list.security, ...LIST_V2_DOCS },
           },
         )
 
@@ -144,7 +147,7 @@ export function usersRoutes(
     .post(
       '/users',
       async ({ body, request, set }) => {
-        access.mayWrite(set)
+        access.requireRoleAuthority(set, body.role)
         const key = checkedIdempotencyKey(request.headers.get('idempotency-key'))
         const scope = `${principalKey(principalOf(set))}:POST /users`
         const fingerprint = key === null ? '' : idempotency.fingerprint(body)
@@ -152,7 +155,7 @@ export function usersRoutes(
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
-        const input = { name: body.name, email: body.email, passwordHash }
+        const input = { name: body.name, email: body.email, passwordHash, role: body.role }
         if (key === null) {
           const { status, view, location } = createdAnswer(await users.create(input), listPath)
           set.status = status
@@ -162,11 +165,11 @@ export function usersRoutes(
         return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
       },
       {
-        ...access.write,
+        ...access.create.hook,
         parse: jsonBody(),
         body: CreateUserBody,
         detail: {
-          ...access.writeDocs,
+          security: access.create.security,
           tags,
           summary: 'Create a user',
           ...headerParameters(IDEMPOTENCY_KEY),
@@ -188,7 +191,9 @@ export function usersRoutes(
     .get(
       '/users/:id',
       async ({ params, request, set }) => {
-        const user = await users.get(parseUserId(params.id))
+        const id = parseUserId(params.id)
+        access.requireSelf(set, 'users:read', id)
+        const user = await users.get(id)
         if (user === null) throw notFound('No user with this id')
         const etag = etagOf(user)
         set.headers.etag = etag
@@ -198,9 +203,9 @@ export function usersRoutes(
         return toView(user)
       },
       {
-        ...access.read,
+        ...access.get.hook,
         detail: {
-          ...access.readDocs,
+          security: access.get.security,
           tags,
           summary: 'Get a user',
           ...headerParameters(IF_NONE_MATCH),
@@ -225,11 +230,11 @@ export function usersRoutes(
           },
         ),
       {
-        ...access.update,
+        ...access.replace.hook,
         parse: jsonBody(),
         body: ReplaceUserBody,
         detail: {
-          ...access.writeDocs,
+          security: access.replace.security,
           tags,
           summary: 'Replace a user',
           ...headerParameters(IF_MATCH),
@@ -249,11 +254,11 @@ export function usersRoutes(
           { versions: versionsFromIfMatch(request.headers.get('if-match'), params.id) },
         ),
       {
-        ...access.update,
+        ...access.patch.hook,
         parse: jsonBody(['application/json', 'application/merge-patch+json']),
         body: PatchUserBody,
         detail: {
-          ...access.writeDocs,
+          security: access.patch.security,
           tags,
           summary: 'Update some fields of a user',
           ...headerParameters(IF_MATCH),
@@ -267,16 +272,16 @@ export function usersRoutes(
       '/users/:id',
       async ({ params, request, set }) => {
         const id = parseUserId(params.id)
-        access.mayWrite(set, id)
+        access.requireSelf(set, 'users:write', id)
         await users.remove(id, {
           versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
         })
         return { id, deleted: true as const }
       },
       {
-        ...access.write,
+        ...access.remove.hook,
         detail: {
-          ...access.writeDocs,
+          security: access.remove.security,
           tags,
           summary: 'Delete a user',
           ...headerParameters(IF_MATCH),

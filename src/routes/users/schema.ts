@@ -58,8 +58,14 @@ const CurrentPassword = t.String({
     'Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email.',
 })
 
+const RoleField = t.Union([t.Literal('member'), t.Literal('admin')], {
+  error: 'must be member or admin',
+  description:
+    'member (the default) or admin. Only an admin or an API key with users:write gives or changes a role; the last admin cannot be demoted.',
+})
+
 export const CreateUserBody = t.Object(
-  { name: Name, email: EmailFormat, password: t.Optional(Password) },
+  { name: Name, email: EmailFormat, password: t.Optional(Password), role: t.Optional(RoleField) },
   { additionalProperties: false },
 )
 
@@ -70,6 +76,7 @@ export const ReplaceUserBody = t.Object(
     email: EmailFormat,
     password: t.Optional(Password),
     current_password: t.Optional(CurrentPassword),
+    role: t.Optional(RoleField),
     id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
     created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
     updated_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
@@ -83,11 +90,12 @@ export const PatchUserBody = t.Object(
     email: t.Optional(EmailFormat),
     password: t.Optional(Password),
     current_password: t.Optional(CurrentPassword),
+    role: t.Optional(RoleField),
   },
   {
     additionalProperties: false,
     minProperties: 1,
-    error: 'must contain at least one of name, email, password',
+    error: 'must contain at least one of name, email, password, role',
   },
 )
 
@@ -98,6 +106,7 @@ export const UserView = t.Object(
     email: t.String({ examples: ['ada@example.com'] }),
     created_at: t.String({ format: 'date-time' }),
     updated_at: t.String({ format: 'date-time' }),
+    role: t.Union([t.Literal('member'), t.Literal('admin')]),
   },
   { additionalProperties: false },
 )

@@ -10,6 +10,7 @@ import type { QueryReader } from '../../http/query'
 import { EVENT_STATUSES, type EventStatus, type WebhookInbox } from '../../webhooks/inbox'
 import { claimedScheme, type Verified, verifySignature } from '../../webhooks/signature'
 import type { AuthPlugin } from '../auth/plugin'
+import { guardOf } from '../authorisation'
 import { EventPage, EventView, Received } from './schema'
 
 const tags = ['webhooks']
@@ -26,11 +27,13 @@ export interface WebhookRouteInputs {
   /** Counts a delivery for the metrics, by scheme and what became of it. */
   countEvent: (scheme: string, status: string) => void
   clock: () => number
-  config: Pick<Config, 'publicUrl' | 'webhookSecrets'>
+  config: Pick<Config, 'publicUrl' | 'webhookSecrets' | 'usersAccess'>
 }
 
 export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, inbox, wakeWorker, countEvent, clock, config } = inputs
+  const events = guardOf('GET /webhooks/events', config.usersAccess)
+  const retry = guardOf('POST /webhooks/events/:id/retry', config.usersAccess)
   const nowSeconds = () => clock() / 1000
   const listPath = `${prefix}/webhooks/events`
 
@@ -110,20 +113,20 @@ export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '
           list: (page, { status }) => inbox.list(page, status),
         }),
       {
-        auth: { schemes: ['apiKey'] },
+        ...events.hook,
         detail: {
           tags,
           summary: 'Stored webhook events',
           description:
             'Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          security: events.security,
           parameters: [
             ...OFFSET_PAGE_PARAMETERS,
             { name: 'status', in: 'query', schema: { type: 'string', enum: [...EVENT_STATUSES] } },
           ],
           responses: documented({
             200: EventPage,
-            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR'),
           }),
         },
       },
@@ -142,16 +145,16 @@ export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '
         return outcome
       },
       {
-        auth: { schemes: ['apiKey'] },
+        ...retry.hook,
         detail: {
           tags,
-          summary: 'Retry a failed webhook event (API key)',
+          summary: 'Retry a failed webhook event (webhooks:write)',
           description:
             'Schedules a failed event for another attempt now, also one that has used up its retries; 202 with the event as it stands (the attempt runs right after). 409 when the event is pending, processed or ignored. The id is the one GET /webhooks/events shows.',
-          security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
+          security: retry.security,
           responses: documented({
             202: EventView,
-            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'NOT_FOUND', 'CONFLICT'),
+            ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'),
           }),
         },
       },

@@ -16,6 +16,7 @@ describe('POST /users', () => {
       email: 'Ada@Example.com',
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: reply.body.created_at,
+      role: 'member',
     })
   })
 
@@ -242,7 +243,7 @@ describe('PATCH /users/{id}', () => {
     expect(error.details).toEqual([
       {
         field: 'body',
-        message: 'must contain at least one of name, email, password',
+        message: 'must contain at least one of name, email, password, role',
         received: '{}',
       },
     ])

@@ -1,0 +1,226 @@
+import { covers, SCOPES, type Scope } from '../auth/access'
+import { grantsOf, type Principal, type Scheme } from '../auth/principal'
+import { fieldDetail } from '../errors/details'
+import { AppError } from '../errors/errors'
+
+/**
+ * Who may call each operation: the one table (CONTRACT section 12). Each route takes its hook
+ * options from here (`guardOf`), the OpenAPI document its `security` (with the scope), the
+ * README its "Who may do what" table; test/routes/authorisation.test.ts walks every route of
+ * the app and fails on one without a rule here, or with a rule it does not apply.
+ */
+export interface Rule {
+  /**
+   * The scope an API key needs; an admin holds every scope. null: any valid key (or admin),
+   * or, with `members: 'any'`, any signed-in user.
+   */
+  scope: Scope | null
+  /**
+   * What a member (a user who is not an admin) may do: nothing here, its own record or upload
+   * (the handler compares the target; `requireSelfOr`), or what any signed-in user may.
+   */
+  members: 'none' | 'self' | 'any'
+  /**
+   * Callers without credentials: never; always (a public route, or one that checks a signature
+   * or an upload's public flag itself: with a scope, only public things are open); or only
+   * while `--users-access` is open.
+   */
+  anonymous: 'never' | 'always' | 'open'
+  /** The credentials the route reads. */
+  schemes: readonly Scheme[]
+}
+
+const KEY: readonly Scheme[] = ['apiKey']
+/** A key's scope or an admin's credential: the key's challenge first, as before roles. */
+const KEY_OR_USER: readonly Scheme[] = ['apiKey', 'basic', 'bearer', 'session']
+const USER: readonly Scheme[] = ['bearer', 'session']
+const NONE: readonly Scheme[] = []
+
+const publicRoute: Rule = { scope: null, members: 'any', anonymous: 'always', schemes: NONE }
+function keyOrAdmin(scope: Scope | null): Rule {
+  return {
+    scope,
+    members: 'none',
+    anonymous: 'never',
+    schemes: KEY_OR_USER,
+  }
+}
+
+/** Every operation, by method and path as the unversioned mount registers it. */
+export const RULES = {
+  'GET /health': { ...publicRoute, schemes: KEY },
+  'GET /health/live': publicRoute,
+  'GET /health/ready': publicRoute,
+  'GET /metrics': { ...keyOrAdmin('metrics:read'), anonymous: 'open' },
+  'GET /docs': publicRoute,
+  'GET /docs/errors': publicRoute,
+  'GET /swagger': publicRoute,
+  'GET /swagger/json': publicRoute,
+  'GET /swagger/assets/init.js': publicRoute,
+  'GET /swagger/assets/swagger-ui-bundle.js': publicRoute,
+  'GET /swagger/assets/swagger-ui.css': publicRoute,
+  'GET /console': publicRoute,
+  'GET /console/assets/:name': publicRoute,
+
+  'POST /login': publicRoute,
+  'POST /logout': { scope: null, members: 'any', anonymous: 'never', schemes: USER },
+  'GET /me': { scope: null, members: 'any', anonymous: 'never', schemes: USER },
+  'GET /secure': { scope: null, members: 'any', anonymous: 'never', schemes: ['basic'] },
+  'GET /data': keyOrAdmin(null),
+  'POST /api-keys': keyOrAdmin('keys:write'),
+  'GET /api-keys': keyOrAdmin('keys:write'),
+  'DELETE /api-keys/:id': keyOrAdmin('keys:write'),
+
+  'GET /users': { ...keyOrAdmin('users:read'), anonymous: 'open' },
+  'POST /users': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'GET /users/export': keyOrAdmin('users:read'),
+  'GET /users/:id': { ...keyOrAdmin('users:read'), members: 'self', anonymous: 'open' },
+  'PUT /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
+  'PATCH /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
+  'DELETE /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
+
+  // A member uploads as itself; reads and deletes of one upload are decided by its owner and
+  // its public flag (uploads/access.ts), with the scope for everyone else's.
+  'POST /upload': { ...keyOrAdmin('uploads:write'), members: 'any', anonymous: 'open' },
+  'GET /uploads': keyOrAdmin('uploads:read'),
+  'GET /uploads/:id': { ...keyOrAdmin('uploads:read'), members: 'self', anonymous: 'always' },
+  'DELETE /uploads/:id': { ...keyOrAdmin('uploads:write'), members: 'self' },
+  'GET /files/:id': { ...keyOrAdmin('uploads:read'), members: 'self', anonymous: 'always' },
+  'HEAD /files/:id': { ...keyOrAdmin('uploads:read'), members: 'self', anonymous: 'always' },
+
+  // Signed by the sender, not authenticated by roster's credentials.
+  'POST /webhooks': publicRoute,
+  'POST /webhook': publicRoute,
+  'GET /webhooks/events': keyOrAdmin('webhooks:read'),
+  'POST /webhooks/events/:id/retry': keyOrAdmin('webhooks:write'),
+} as const satisfies Record<string, Rule>
+
+export type Operation = keyof typeof RULES
+
+/** What the auth macro (routes/auth/plugin.ts) is asked to check. */
+export interface AuthRequirement {
+  schemes: readonly Scheme[]
+  /** Anonymous callers are let through (the route decides what they may do). */
+  optional?: boolean
+  /** Checked when a principal is required: the scope, and what members may do. */
+  rule?: Rule
+}
+
+/** How the access mode of /users (section 11) is named in the config. */
+export type UsersAccess = 'open' | 'protected'
+
+/**
+ * The operation's guard: `hook`, the route's `auth` option (none at all for a public route, so
+ * its path reads no credential), and `security`, its OpenAPI requirements from the same rule.
+ */
+export function guardOf(
+  operation: Operation,
+  mode: UsersAccess,
+): { hook: { auth?: AuthRequirement }; security: Record<string, string[]>[] } {
+  const rule: Rule = RULES[operation]
+  const anonymous = rule.anonymous === 'always' || (rule.anonymous === 'open' && mode === 'open')
+  const security = securityOf(rule, anonymous)
+  // A read open to everyone reads no credential at all: nothing it answers depends on one.
+  const openRead = rule.anonymous === 'open' && mode === 'open' && /^(GET|HEAD) /.test(operation)
+  if (rule.schemes.length === 0 || openRead) return { hook: {}, security }
+  const auth = anonymous
+    ? { schemes: rule.schemes, optional: true }
+    : { schemes: rule.schemes, rule }
+  return { hook: { auth }, security }
+}
+
+/** The OpenAPI security schemes (routes/docs/openapi.ts) that carry each credential. */
+const SECURITY_SCHEMES: Record<Scheme, readonly string[]> = {
+  basic: ['basic'],
+  bearer: ['bearer'],
+  session: ['session'],
+  apiKey: ['apiKeyHeader', 'apiKeyQuery', 'bearerApiKey'],
+}
+
+/**
+ * OpenAPI 3.1 `security`: one requirement per credential, listing the scope it needs (3.1 lets
+ * a non-OAuth requirement name roles or scopes); `{}` first when anonymous callers are let in.
+ */
+export function securityOf(rule: Rule, anonymous: boolean): Record<string, string[]>[] {
+  if (rule.schemes.length === 0) return []
+  const needs = rule.scope === null ? [] : [rule.scope]
+  const requirements = rule.schemes.flatMap((scheme) =>
+    SECURITY_SCHEMES[scheme].map((name) => ({ [name]: [...needs] })),
+  )
+  return anonymous ? [{}, ...requirements] : requirements
+}
+
+/**
+ * Whether the caller may call an operation of this rule at all (a member's `self` is checked
+ * again by the handler against its target). Throws FORBIDDEN naming the scope missing.
+ */
+export function authorise(principal: Principal, rule: Rule): void {
+  if (principal.kind === 'user' && principal.role !== 'admin') {
+    if (rule.members !== 'none') return
+    throw forbidden(rule.scope, principal)
+  }
+  if (rule.scope === null || covers(grantsOf(principal), rule.scope)) return
+  throw forbidden(rule.scope, principal)
+}
+
+/**
+ * A member on its own record (or an admin, or a key with the scope): the `self` half of a rule,
+ * once the handler knows the target.
+ */
+export function requireSelfOr(principal: Principal | null, scope: Scope, userId: number): void {
+  if (principal === null) return
+  if (principal.kind === 'user' && principal.userId === userId) return
+  if (covers(grantsOf(principal), scope)) return
+  throw forbidden(scope, principal)
+}
+
+/** FORBIDDEN, with a detail naming the scope required and what the caller holds. */
+export function forbidden(scope: Scope | null, principal: Principal | null): AppError {
+  const held =
+    principal?.kind === 'user' ? `role ${principal.role}` : grantsOf(principal).join(' ') || 'none'
+  const needs = scope === null ? 'an API key or an admin' : `the ${scope} scope`
+  return new AppError('FORBIDDEN', `This operation needs ${needs}`, [
+    fieldDetail(
+      'scope',
+      scope === null ? 'an API key or an admin is required' : `${scope} is required`,
+      held,
+    ),
+  ])
+}
+
+/** Every scope, for the OpenAPI document's description of the key schemes. */
+export const SCOPE_NAMES: readonly Scope[] = SCOPES
+
+/**
+ * The README's "Who may do what" table, from the rules above (test/routes/authorisation.test.ts
+ * checks the README holds exactly this). Public routes are named in one line after it.
+ */
+export function accessTable(): string {
+  const rows = (Object.entries(RULES) as [Operation, Rule][])
+    .filter(([, rule]) => rule.schemes.length > 0)
+    .map(([operation, rule]) => {
+      const path = operation.replace(/:([a-z]+)/g, '{$1}')
+      const key = rule.schemes.includes('apiKey')
+        ? rule.scope === null
+          ? 'any key'
+          : `\`${rule.scope}\``
+        : 'no'
+      const admin = rule.schemes.some((scheme) => scheme !== 'apiKey') ? 'yes' : 'no'
+      const member = { none: 'no', self: 'its own', any: 'yes' }[rule.members]
+      const anonymous =
+        rule.anonymous === 'always' && rule.scope !== null
+          ? 'public ones'
+          : { never: 'no', always: 'yes', open: 'while open' }[rule.anonymous]
+      return `| \`${path}\` | ${key} | ${admin} | ${admin === 'no' ? 'no' : member} | ${anonymous} |`
+    })
+  const publicRoutes = (Object.entries(RULES) as [Operation, Rule][])
+    .filter(([, rule]) => rule.schemes.length === 0)
+    .map(([operation]) => `\`${operation.replace(/:([a-z]+)/g, '{$1}')}\``)
+  return [
+    '| Operation | API key needs | Admin | Member | No credential |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Public, no credential read: ${publicRoutes.join(', ')}.`,
+  ].join('\n')
+}
