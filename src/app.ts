@@ -18,6 +18,7 @@ import { authPlugin } from './routes/auth/plugin'
 import { authRoutes } from './routes/auth/routes'
 import { consoleRoutes } from './routes/console'
 import { docsRoutes } from './routes/docs/routes'
+import { groupRoutes } from './routes/groups/routes'
 import { healthChecks, healthRoutes } from './routes/health'
 import { metricsRoutes } from './routes/metrics'
 import { uploadRoutes } from './routes/uploads/routes'
@@ -88,6 +89,7 @@ export function createApp(
     app.use(userExportRoutes(inputs.userExport, prefix))
     app.use(usersRoutes(inputs.users, prefix, version))
     app.use(accountRoutes(inputs.account, prefix))
+    app.use(groupRoutes(inputs.groups, prefix))
     app.use(authRoutes(inputs.apiKeys, prefix))
     app.use(uploadRoutes(inputs.uploads, prefix))
     app.use(webhookRoutes(inputs.webhooks, prefix))
@@ -129,6 +131,13 @@ function routeInputs(deps: Deps) {
       idempotency: deps.idempotency,
       transaction: deps.transaction,
       confirmPassword: deps.authenticator.confirmPassword,
+      config,
+    },
+    groups: {
+      auth,
+      groups: deps.groups,
+      idempotency: deps.idempotency,
+      transaction: deps.transaction,
       config,
     },
     account: {

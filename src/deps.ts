@@ -10,6 +10,7 @@ import { openFileStore } from './backends/storage'
 import { VERSION } from './build-info'
 import type { Config } from './config'
 import type { Transaction } from './db/unit'
+import { createGroupStore, type GroupStore, type GroupWrites, groupWrites } from './groups/store'
 import { DiskWatch } from './health/disk'
 import type { IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
@@ -25,8 +26,9 @@ import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
 /** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
-export interface UnitStores extends Omit<UnitRows, 'users'> {
+export interface UnitStores extends Omit<UnitRows, 'users' | 'groups'> {
   users: UserWrites
+  groups: GroupWrites
 }
 export { VERSION }
 
@@ -52,6 +54,7 @@ export interface Deps {
   readonly transaction: Transaction<UnitStores>
   readonly credentials: CredentialStore
   readonly apiKeys: ApiKeyStore
+  readonly groups: GroupStore
   readonly authenticator: Authenticator
   readonly fileStore: FileStore
   readonly uploads: UploadService
@@ -121,10 +124,11 @@ export async function makeDeps(
   })
   const uploads = createUploadService(backend.uploadRecords, files, config)
   const { inbox } = backend
-  const transaction = withRules(backend.transaction)
+  const transaction = withRules(backend.transaction, now)
   const users = createUserStore(backend.users, transaction)
   const credentials = createCredentialStore(backend.credentials, clock)
   const apiKeys = createApiKeyStore(backend.apiKeys, now)
+  const groups = createGroupStore(backend.groups, now)
   const timers = options.timers ?? { ...systemTimers, now: clock }
   const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
@@ -153,6 +157,7 @@ export async function makeDeps(
     transaction,
     credentials,
     apiKeys,
+    groups,
     authenticator,
     fileStore,
     uploads,
@@ -183,12 +188,16 @@ export async function makeDeps(
  * The backend's unit of work with the domains' rules on its rows. SQLite hands every unit the
  * same rows, so their ruled view is made once per rows object.
  */
-function withRules(transaction: Transaction<UnitRows>): Transaction<UnitStores> {
+function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transaction<UnitStores> {
   const ruled = new WeakMap<UnitRows, UnitStores>()
   const storesOf = (rows: UnitRows): UnitStores => {
     let stores = ruled.get(rows)
     if (stores === undefined) {
-      stores = { ...rows, users: userWrites(rows.users, rows.credentials) }
+      stores = {
+        ...rows,
+        users: userWrites(rows.users, rows.credentials, rows.memberships, now),
+        groups: groupWrites(rows.groups, now),
+      }
       ruled.set(rows, stores)
     }
     return stores

@@ -2,6 +2,7 @@ import type { ApiKeyRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
+import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/store'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { PendingFiles } from '../uploads/files'
 import type { UploadRecords } from '../uploads/records'
@@ -14,6 +15,8 @@ export interface UnitRows {
   credentials: CredentialWrites
   idempotency: IdempotencyClaims
   inbox: InboxOutcomes
+  groups: GroupWriteRows
+  memberships: MembershipWrites
 }
 
 /**
@@ -31,6 +34,7 @@ export interface Backend {
   readonly idempotency: IdempotencyStore
   readonly credentials: CredentialRows
   readonly apiKeys: ApiKeyRows
+  readonly groups: GroupRows
   readonly loginFailures: LoginFailureLog
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox

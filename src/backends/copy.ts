@@ -22,6 +22,8 @@ export const COPIED_TABLES = [
   'uploads',
   'files',
   'webhook_events',
+  'groups',
+  'group_members',
 ] as const
 
 /** Tables only the shared database has; they must be empty in the target too. */

@@ -79,6 +79,15 @@ export const RULES = {
   'PATCH /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
   'DELETE /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
 
+  'GET /groups': { ...keyOrAdmin('users:read'), anonymous: 'open' },
+  'POST /groups': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'GET /groups/:id': { ...keyOrAdmin('users:read'), anonymous: 'open' },
+  'PUT /groups/:id': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'PATCH /groups/:id': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'DELETE /groups/:id': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'PUT /groups/:id/members/:userId': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'DELETE /groups/:id/members/:userId': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+
   // A member uploads as itself; reads and deletes of one upload are decided by its owner and
   // its public flag (uploads/access.ts), with the scope for everyone else's.
   'POST /upload': { ...keyOrAdmin('uploads:write'), members: 'any', anonymous: 'open' },
@@ -199,7 +208,7 @@ export function accessTable(): string {
   const rows = (Object.entries(RULES) as [Operation, Rule][])
     .filter(([, rule]) => rule.schemes.length > 0)
     .map(([operation, rule]) => {
-      const path = operation.replace(/:([a-z]+)/g, '{$1}')
+      const path = operation.replace(/:([a-zA-Z]+)/g, '{$1}')
       const key = rule.schemes.includes('apiKey')
         ? rule.scope === null
           ? 'any key'
@@ -215,7 +224,7 @@ export function accessTable(): string {
     })
   const publicRoutes = (Object.entries(RULES) as [Operation, Rule][])
     .filter(([, rule]) => rule.schemes.length === 0)
-    .map(([operation]) => `\`${operation.replace(/:([a-z]+)/g, '{$1}')}\``)
+    .map(([operation]) => `\`${operation.replace(/:([a-zA-Z]+)/g, '{$1}')}\``)
   return [
     '| Operation | API key needs | Admin | Member | No credential |',
     '|---|---|---|---|---|',

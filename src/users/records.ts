@@ -11,6 +11,8 @@ export interface User {
   updated_at: string
   /** `member` or `admin` (auth/access.ts). */
   role: Role
+  /** The ids of the groups the user is in, in id order. */
+  groups: number[]
 }
 
 /** The clock the users stores stamp created_at and updated_at with. */
@@ -54,7 +56,7 @@ export interface WriteGuard {
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */
-export interface GuardedRow extends UserRecord {
+export interface GuardedRow extends Omit<UserRecord, 'groups'> {
   can_sign_in: boolean | number
 }
 
@@ -74,6 +76,7 @@ export function toView(user: UserRecord): User {
     created_at: user.created_at,
     updated_at: user.updated_at,
     role: user.role,
+    groups: user.groups,
   }
 }
 
@@ -97,7 +100,10 @@ export function emailKey(email: string): string {
  * hold locked): NOT_FOUND when there is none, PRECONDITION_FAILED when If-Match names another
  * version, VALIDATION_ERROR when an echoed read-only field differs.
  */
-export function checkGuard(current: GuardedRow | null | undefined, guard: WriteGuard): UserRecord {
+export function checkGuard(
+  current: GuardedRow | null | undefined,
+  guard: WriteGuard,
+): Omit<UserRecord, 'groups'> {
   if (current === null || current === undefined) throw notFound('No user with this id')
   if (guard.refuseIfCanSignIn !== undefined && current.can_sign_in) {
     throw guard.refuseIfCanSignIn
@@ -106,7 +112,7 @@ export function checkGuard(current: GuardedRow | null | undefined, guard: WriteG
     throw preconditionFailed()
   }
   const mismatched = Object.entries(guard.echo ?? {}).filter(
-    ([field, value]) => value !== undefined && current[field as keyof UserRecord] !== value,
+    ([field, value]) => value !== undefined && current[field as keyof GuardedRow] !== value,
   )
   if (mismatched.length > 0) {
     throw validationFailed(

@@ -5,6 +5,7 @@ import type { PageRequest } from '../db/page'
 import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
 import { conflict } from '../errors/errors'
+import type { MembershipWrites } from '../groups/store'
 import {
   type ExportedUser,
   emailKey,
@@ -124,7 +125,12 @@ export interface UserRows extends UserWriteRows {
  * The users' rules over a unit of work's rows: a taken email is CONFLICT; a new password or a
  * deletion ends the user's sessions and tokens in the same unit, on every database alike.
  */
-export function userWrites(rows: UserWriteRows, credentials: CredentialWrites): UserWrites {
+export function userWrites(
+  rows: UserWriteRows,
+  credentials: CredentialWrites,
+  memberships: MembershipWrites,
+  now: () => Date,
+): UserWrites {
   return {
     create: (input) => uniqueEmail(input.email, rows.insert(input)),
     async update(id, changes, guard) {
@@ -141,6 +147,9 @@ export function userWrites(rows: UserWriteRows, credentials: CredentialWrites): 
     async remove(id, guard) {
       await rows.lockRoles()
       if ((await rows.roleOf(id)) === 'admin') await keepAnAdmin(rows, id)
+      // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
+      // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
+      await memberships.leaveAll(id, now().toISOString())
       await rows.remove(id, guard)
       await credentials.revokeAllForUser(id)
     },

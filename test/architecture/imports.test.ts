@@ -77,7 +77,7 @@ const LAYERS = {
   backends: { places: ['backends'], uses: ['domain', 'drivers', 'base'] },
   http: { places: ['http'], uses: ['base'] },
   domain: {
-    places: ['auth', 'users', 'uploads', 'webhooks', 'idempotency', 'health'],
+    places: ['auth', 'users', 'groups', 'uploads', 'webhooks', 'idempotency', 'health'],
     uses: ['drivers', 'base'],
   },
   drivers: { places: ['storage'], uses: ['base'] },

@@ -68,6 +68,7 @@ describe('users store contract (two instances where the backend is shared)', () 
     expect(Object.keys(page.data[0] as object).sort()).toEqual([
       'created_at',
       'email',
+      'groups',
       'id',
       'name',
       'role',

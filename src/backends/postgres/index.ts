@@ -5,6 +5,7 @@ import { withinMs } from '../../timers'
 import type { Backend, UnitRows } from '../backend'
 import { createPgApiKeyRows } from './api-keys'
 import { connectPostgres, openPostgres, redactUrl } from './connection'
+import { createPgGroupRows } from './groups'
 import { createPgIdempotencyStore } from './idempotency'
 import { createPgWebhookInbox } from './inbox'
 import { PgLoginFailures } from './login-failures'
@@ -41,6 +42,7 @@ export async function openPostgresBackend(
     const credentials = createPgCredentialRows(pool)
     const idempotency = await createPgIdempotencyStore(pool, clock)
     const inbox = createPgWebhookInbox(pool, now)
+    const groups = createPgGroupRows(pool)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -50,6 +52,8 @@ export async function openPostgresBackend(
             credentials: credentials.inUnit(tx),
             idempotency: idempotency.inUnit(tx),
             inbox: inbox.inUnit(tx),
+            groups: groups.inUnit(tx),
+            memberships: groups.inUnit(tx),
           }),
         )
         .finally(() => {
@@ -65,6 +69,7 @@ export async function openPostgresBackend(
       idempotency,
       credentials,
       apiKeys: createPgApiKeyRows(pool),
+      groups,
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,
       inbox,

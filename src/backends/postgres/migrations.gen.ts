@@ -6,6 +6,7 @@ import m3 from '../../../drizzle-pg/0003_api_key_parents.sql' with { type: 'text
 import m4 from '../../../drizzle-pg/0004_webhook_retention.sql' with { type: 'text' }
 import m5 from '../../../drizzle-pg/0005_pending_touched.sql' with { type: 'text' }
 import m6 from '../../../drizzle-pg/0006_roles_and_scopes.sql' with { type: 'text' }
+import m7 from '../../../drizzle-pg/0007_groups.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -15,4 +16,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0004_webhook_retention', when: 1795535092203, sql: m4 },
   { tag: '0005_pending_touched', when: 1795536299510, sql: m5 },
   { tag: '0006_roles_and_scopes', when: 1795555204139, sql: m6 },
+  { tag: '0007_groups', when: 1795556449655, sql: m7 },
 ]

@@ -216,3 +216,29 @@ export const SHARED_ONLY = {
   tables: ['login_failures', 'pending_objects'],
   columns: ['webhook_events.lease_until'],
 } as const
+
+export const groups = pgTable('groups', {
+  id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+  name: text('name').notNull(),
+  nameKey: text('name_key').notNull().unique('groups_name_key_unique'),
+  description: text('description'),
+  version: integer('version').notNull().default(1),
+  createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
+})
+
+export const groupMembers = pgTable(
+  'group_members',
+  {
+    groupId: integer('group_id')
+      .notNull()
+      .references(() => groups.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+  },
+  (table) => [
+    primaryKey({ columns: [table.groupId, table.userId] }),
+    index('group_members_user_idx').on(table.userId, table.groupId),
+  ],
+)

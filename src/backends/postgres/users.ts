@@ -27,7 +27,9 @@ import { type Stored, withIsoTimestamps } from './timestamps'
 const EXPORT_BATCH = 1000
 /** pg_advisory_xact_lock's key for role changes: 'role' as a 32-bit number. */
 const ROLES_LOCK = 0x726f6c65
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role'
+// A user's groups come with it, in the same statement.
+const GROUPS = `coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
+const VIEW_COLUMNS = `id, name, email, created_at, updated_at, role, ${GROUPS}`
 
 // Ids are `integer` columns; a client's id (up to 2^53-1) is compared as int8, so one beyond
 // 2^31-1 finds nothing instead of failing the statement.
@@ -60,7 +62,7 @@ function createPgUserWriteRows(
           INSERT INTO users (name, email, email_key, password_hash, role, created_at, updated_at)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
                   ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
-          RETURNING id, name, email, created_at, updated_at, role, version`,
+          RETURNING id, name, email, created_at, updated_at, role, version, '[]'::json AS groups`,
       )
       return withIsoTimestamps(created as Stored<UserRecord>)
     },
@@ -80,7 +82,8 @@ function createPgUserWriteRows(
               version = version + 1,
               updated_at = ${now().toISOString()}
             WHERE id = ${id}::int8
-            RETURNING id, name, email, created_at, updated_at, role, version`,
+            RETURNING id, name, email, created_at, updated_at, role, version,
+              coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`,
         )
         return withIsoTimestamps(updated as Stored<UserRecord>)
       })
@@ -130,7 +133,9 @@ export function createPgUserRows(
 
     async get(id) {
       const [row] = await pool<Stored<UserRecord>[]>`
-        SELECT id, name, email, created_at, updated_at, role, version FROM users WHERE id = ${id}::int8`
+        SELECT id, name, email, created_at, updated_at, role, version,
+          coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
+        FROM users WHERE id = ${id}::int8`
       return row === undefined ? null : withIsoTimestamps(row)
     },
 
@@ -140,19 +145,22 @@ export function createPgUserRows(
       const rows = await pool<(Stored<User> & { total: string })[]>`
         WITH counted AS (SELECT count(*) AS total FROM users)
         SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
-          SELECT id, name, email, created_at, updated_at, role FROM users
+          SELECT id, name, email, created_at, updated_at, role,
+            coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
+          FROM users
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}
         ) page ON true`
       const total = Number(rows[0]?.total ?? 0)
       const data = rows
         .filter((row) => row.id !== null)
-        .map(({ id, name, email, created_at, updated_at, role }) => ({
+        .map(({ id, name, email, created_at, updated_at, role, groups }) => ({
           id,
           name,
           email,
           created_at: created_at.toISOString(),
           updated_at: updated_at.toISOString(),
           role,
+          groups,
         }))
       return { data, total }
     },
@@ -177,7 +185,9 @@ export function createPgUserRows(
 
     async withPasswordHash(userId) {
       const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
-        SELECT id, name, email, created_at, updated_at, role, version, password_hash FROM users WHERE id = ${userId}::int8`
+        SELECT id, name, email, created_at, updated_at, role, version, password_hash,
+          coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
+        FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
       const { password_hash: passwordHash, ...user } = row
       return { user: withIsoTimestamps<UserRecord>(user), passwordHash }

@@ -13,6 +13,7 @@ import {
   openReader,
   type Store,
 } from './connection'
+import { createSqliteGroupRows } from './groups'
 import { createSqliteIdempotencyStore } from './idempotency'
 import { createSqliteWebhookInbox } from './inbox'
 import { runMigrations } from './migrate'
@@ -64,12 +65,15 @@ export function openSqliteBackend(
   const users = createSqliteUserRows(store, now)
   const uploadRecords = createSqliteUploadRecords(store, now)
   const inbox = createSqliteWebhookInbox(store, now)
+  const groups = createSqliteGroupRows(store)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
     users: users.inUnit,
     credentials: credentials.inUnit,
     idempotency: idempotency.inUnit,
     inbox: inbox.inUnit,
+    groups: groups.inUnit,
+    memberships: groups.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -80,6 +84,7 @@ export function openSqliteBackend(
     idempotency,
     credentials,
     apiKeys: createSqliteApiKeyRows(store),
+    groups,
     // One process per file: failed sign-ins live in memory.
     loginFailures: new MemoryLoginFailures(),
     uploadRecords,

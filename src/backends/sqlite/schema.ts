@@ -184,3 +184,36 @@ export const webhookEvents = sqliteTable(
     index('webhook_events_received_at_idx').on(table.receivedAt),
   ],
 )
+
+/**
+ * Groups of users (CONTRACT section 12; SCIM maps its Groups onto them). `name_key` is the
+ * lower-cased name and carries the uniqueness rule, as `email_key` does for users; `version`
+ * grows on every write, membership included, and is what the ETag is made from.
+ */
+export const groups = sqliteTable('groups', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  nameKey: text('name_key').notNull().unique('groups_name_key_unique'),
+  description: text('description'),
+  version: integer('version').notNull().default(1),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+/** Who is in which group. Deleting a group or a user deletes its memberships, nothing else. */
+export const groupMembers = sqliteTable(
+  'group_members',
+  {
+    groupId: integer('group_id')
+      .notNull()
+      .references(() => groups.id, { onDelete: 'cascade' }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+  },
+  (table) => [
+    primaryKey({ columns: [table.groupId, table.userId] }),
+    // A user's groups, in id order, from the index alone.
+    index('group_members_user_idx').on(table.userId, table.groupId),
+  ],
+)

@@ -25,12 +25,15 @@ import type { UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
 import { neutralUnique } from './errors'
 import { firstUse } from './first-use'
+import { membersByOwner } from './groups'
 import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
 
 const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role'
 const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
+const GROUPS_JSON = `(SELECT json_group_array(group_id) FROM
+  (SELECT group_id FROM group_members WHERE user_id = users.id ORDER BY group_id)) AS groups`
 
 // The same columns for drizzle's RETURNING on writes.
 const recordColumns = {
@@ -60,8 +63,14 @@ export function createSqliteUserRows(
   // Reads on the request path use bun:sqlite statements directly: drizzle's row mapping made a
   // page of 20 plus its JSON 4.8 µs slower (objects it builds serialize slower). Writes below
   // go through drizzle. Both are prepared once, here.
-  const byId = sqlite.query<UserRecord, [number]>(
-    `SELECT ${RECORD_COLUMNS} FROM users WHERE id = ?`,
+  // One user with its groups in one statement (a JSON array, in id order from the index).
+  const byId = sqlite.query<Omit<UserRecord, 'groups'> & { groups: string }, [number]>(
+    `SELECT ${RECORD_COLUMNS}, ${GROUPS_JSON} FROM users WHERE id = ?`,
+  )
+  // A page's users' groups in one more statement, not one per user.
+  const groupsOfPage = membersByOwner(sqlite, 'user_id')
+  const currentGroups = writer.query<{ group_id: number }, [number]>(
+    'SELECT group_id FROM group_members WHERE user_id = ? ORDER BY group_id',
   )
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
@@ -84,12 +93,18 @@ export function createSqliteUserRows(
   const replaceHash = writer.query(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
-  const withHashById = sqlite.query<UserRecord & { password_hash: string | null }, [number]>(
-    `SELECT ${RECORD_COLUMNS}, password_hash FROM users WHERE id = ?`,
-  )
+  const withHashById = sqlite.query<
+    Omit<UserRecord, 'groups'> & { groups: string; password_hash: string | null },
+    [number]
+  >(`SELECT ${RECORD_COLUMNS}, password_hash, ${GROUPS_JSON} FROM users WHERE id = ?`)
+  /** Rows of a page with their groups, read in the same snapshot. */
+  const withGroupsOf = (rows: Omit<User, 'groups'>[]): User[] => {
+    const found = groupsOfPage(rows.map((row) => row.id))
+    return rows.map((row) => ({ ...row, groups: found.get(row.id) ?? [] }))
+  }
   // One read transaction: the page and the total are one snapshot, and WAL bookkeeping is paid once.
   const readPage = sqlite.transaction((request: PageRequest) => ({
-    data: page.all(request.limit, request.offset),
+    data: withGroupsOf(page.all(request.limit, request.offset)),
     total: total.get()?.n ?? 0,
   }))
   const insert = firstUse(() =>
@@ -135,7 +150,8 @@ export function createSqliteUserRows(
   const searches = new SearchStatements(sqlite)
   const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
-    return runSearch(request, (step) => searches.read(filters, step))
+    const result = runSearch(request, (step) => searches.read(filters, step))
+    return { ...result, data: withGroupsOf(result.data) }
   })
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
@@ -143,7 +159,7 @@ export function createSqliteUserRows(
   /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
   const inWrite = {
     insert(input: NewUser): UserRecord {
-      return neutralUnique(
+      const created = neutralUnique(
         () =>
           insert().get({
             name: input.name.trim(),
@@ -152,14 +168,15 @@ export function createSqliteUserRows(
             passwordHash: input.passwordHash,
             role: input.role ?? 'member',
             at: now().toISOString(),
-          }) as UserRecord,
+          }) as Omit<UserRecord, 'groups'>,
       )
+      return { ...created, groups: [] }
     },
 
     update(id: number, changes: UserChanges, guard: WriteGuard): UserRecord {
       return transaction(() => {
         checkGuard(currentById.get(id), guard)
-        return neutralUnique(
+        const updated = neutralUnique(
           () =>
             update().get({
               id,
@@ -169,8 +186,10 @@ export function createSqliteUserRows(
               passwordHash: changes.passwordHash ?? null,
               role: changes.role ?? null,
               at: now().toISOString(),
-            }) as UserRecord,
+            }) as Omit<UserRecord, 'groups'>,
         )
+        const groups = currentGroups.all(id).map((row) => row.group_id)
+        return { ...updated, groups }
       })
     },
 
@@ -202,7 +221,11 @@ export function createSqliteUserRows(
     update: (id, changes, guard) => writes.run(() => inWrite.update(id, changes, guard)),
     remove: (id, guard) => writes.run(() => inWrite.remove(id, guard)),
     idByEmailKey: (key) => settle(() => byEmailKey.get(key)?.id ?? null),
-    get: (id) => settle(() => byId.get(id)),
+    get: (id) =>
+      settle(() => {
+        const row = byId.get(id)
+        return row === null ? null : { ...row, groups: JSON.parse(row.groups) as number[] }
+      }),
     page: (request) => settle(() => readPage(request)),
     search: (request) => settle(() => readSearch(request)),
     count: () => settle(() => total.get()?.n ?? 0),
@@ -215,8 +238,8 @@ export function createSqliteUserRows(
       settle(() => {
         const row = withHashById.get(userId)
         if (row === null) return null
-        const { password_hash: passwordHash, ...user } = row
-        return { user, passwordHash }
+        const { password_hash: passwordHash, groups, ...user } = row
+        return { user: { ...user, groups: JSON.parse(groups) as number[] }, passwordHash }
       }),
     replacePasswordHash: async (userId, expected, replacement) => {
       await writes.run(() => replaceHash.run(replacement, userId, expected))

@@ -45,11 +45,11 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
     return toView(user)
   }
 
-  /** The caller's record: read along with the credential when it could be, else by id. */
+  /** The caller's record, groups included (the credential's lookup reads the row only). */
   const callerRecord = async (set: object): Promise<User> => {
     const principal = principalOf(set)
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'This route needs a user')
-    return principal.user === undefined ? userRecord(principal.userId) : toView(principal.user)
+    return userRecord(principal.userId)
   }
 
   return new Elysia({ prefix })

@@ -28,6 +28,7 @@ function documentation(version: string) {
     ],
     tags: [
       { name: 'users', description: 'User records' },
+      { name: 'groups', description: 'Groups of users (SCIM Groups map onto them)' },
       { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
       { name: 'uploads', description: 'Files, streamed to disk' },
       {

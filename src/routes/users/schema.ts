@@ -77,6 +77,11 @@ export const ReplaceUserBody = t.Object(
     password: t.Optional(Password),
     current_password: t.Optional(CurrentPassword),
     role: t.Optional(RoleField),
+    groups: t.Optional(
+      t.Array(Type.Integer(), {
+        description: 'Ignored: memberships change through /groups/{id}/members/{userId}.',
+      }),
+    ),
     id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
     created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
     updated_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
@@ -107,6 +112,9 @@ export const UserView = t.Object(
     created_at: t.String({ format: 'date-time' }),
     updated_at: t.String({ format: 'date-time' }),
     role: t.Union([t.Literal('member'), t.Literal('admin')]),
+    groups: t.Array(Type.Integer({ minimum: 1 }), {
+      description: 'The ids of the groups the user is in, in id order (see /groups).',
+    }),
   },
   { additionalProperties: false },
 )

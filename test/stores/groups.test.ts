@@ -1,0 +1,128 @@
+import { describe, expect, test } from 'bun:test'
+import { codeOf, twoInstances } from '../helpers/stores'
+
+// The group store's contract, on SQLite (npm test) and on PostgreSQL with two instances
+// (npm run test:postgres). See test/helpers/stores.ts.
+
+const user = (env: Awaited<ReturnType<typeof twoInstances>>, name: string) =>
+  env.a.users.create({ name, email: `${name}@example.com`, passwordHash: null })
+
+describe('group store contract (two instances where the backend is shared)', () => {
+  test('create, read, page and its total; names unique without regard to case', async () => {
+    await using env = await twoInstances()
+    const made = await env.a.groups.create({ name: ' Engineering ', description: 'builds' })
+    expect(made).toMatchObject({
+      name: 'Engineering',
+      description: 'builds',
+      members: [],
+      version: 1,
+    })
+    await env.b.groups.create({ name: 'Sales', description: null })
+    const taken = await Promise.allSettled([
+      env.b.groups.create({ name: 'ENGINEERING', description: null }),
+    ])
+    expect(taken.map(codeOf)).toEqual(['CONFLICT'])
+    expect(await env.b.groups.get(made.id)).toEqual(made)
+    const page = await env.b.groups.list({ limit: 1, offset: 1 })
+    expect({ total: page.total, names: page.data.map((group) => group.name) }).toEqual({
+      total: 2,
+      names: ['Sales'],
+    })
+    expect(await env.b.groups.get(999)).toBeNull()
+  })
+
+  test('one name created on both instances at once: one group, one CONFLICT', async () => {
+    await using env = await twoInstances()
+    for (let round = 0; round < 5; round++) {
+      const outcomes = await Promise.allSettled([
+        env.a.groups.create({ name: `Team ${round}`, description: null }),
+        env.b.groups.create({ name: `team ${round}`, description: null }),
+      ])
+      expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
+    }
+    expect((await env.a.groups.list({ limit: 100, offset: 0 })).total).toBe(5)
+  })
+
+  test('membership: added once, listed both ways, and both records move their versions', async () => {
+    await using env = await twoInstances()
+    const group = await env.a.groups.create({ name: 'Ops', description: null })
+    const [ann, bob] = [await user(env, 'ann'), await user(env, 'bob')]
+    expect(await env.a.groups.addMember(group.id, bob.id)).toBe(true)
+    expect(await env.b.groups.addMember(group.id, ann.id)).toBe(true)
+    expect(await env.b.groups.addMember(group.id, ann.id)).toBe(false)
+    const read = await env.b.groups.get(group.id)
+    expect({ members: read?.members, version: read?.version }).toEqual({
+      members: [ann.id, bob.id],
+      version: 3,
+    })
+    const annNow = await env.a.users.get(ann.id)
+    expect({ groups: annNow?.groups, version: annNow?.version }).toEqual({
+      groups: [group.id],
+      version: 2,
+    })
+    expect((await env.a.users.list({ limit: 10, offset: 0 })).data.map((u) => u.groups)).toEqual([
+      [group.id],
+      [group.id],
+    ])
+    expect(await env.a.groups.removeMember(group.id, ann.id)).toBe(true)
+    expect(await env.a.groups.removeMember(group.id, ann.id)).toBe(false)
+    expect((await env.b.users.get(ann.id))?.groups).toEqual([])
+    const missing = await Promise.allSettled([
+      env.a.groups.addMember(999, ann.id),
+      env.a.groups.addMember(group.id, 999),
+      env.a.groups.removeMember(999, ann.id),
+    ])
+    expect(missing.map(codeOf)).toEqual(['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND'])
+  })
+
+  test('deleting a group keeps its users; deleting a user keeps its groups and moves their versions', async () => {
+    await using env = await twoInstances()
+    const [one, two] = [
+      await env.a.groups.create({ name: 'One', description: null }),
+      await env.a.groups.create({ name: 'Two', description: null }),
+    ]
+    const cy = await user(env, 'cy')
+    await env.a.groups.addMember(one.id, cy.id)
+    await env.a.groups.addMember(two.id, cy.id)
+    await env.b.groups.remove(one.id, { versions: null })
+    expect((await env.a.users.get(cy.id))?.groups).toEqual([two.id])
+    const before = (await env.a.groups.get(two.id))?.version as number
+    await env.b.users.remove(cy.id, { versions: null })
+    const after = await env.a.groups.get(two.id)
+    expect({ members: after?.members, moved: (after?.version as number) > before }).toEqual({
+      members: [],
+      moved: true,
+    })
+  })
+
+  test('If-Match, echo and missing rows; a rename and a description cleared', async () => {
+    await using env = await twoInstances()
+    const group = await env.a.groups.create({ name: 'Old', description: 'text' })
+    const stale = await Promise.allSettled([
+      env.b.groups.update(group.id, { name: 'New' }, { versions: [7] }),
+      env.b.groups.update(group.id, { name: 'New' }, { versions: [1], echo: { id: 2 } }),
+      env.b.groups.update(999, { name: 'New' }, { versions: null }),
+      env.b.groups.remove(group.id, { versions: [9] }),
+    ])
+    expect(stale.map(codeOf)).toEqual([
+      'PRECONDITION_FAILED',
+      'VALIDATION_ERROR',
+      'NOT_FOUND',
+      'PRECONDITION_FAILED',
+    ])
+    const renamed = await env.b.groups.update(
+      group.id,
+      { name: 'New', description: null },
+      { versions: [1] },
+    )
+    expect(renamed).toMatchObject({ name: 'New', description: null, version: 2 })
+    const kept = await env.a.groups.update(group.id, { name: 'Newer' }, { versions: null })
+    expect(kept.description).toBeNull()
+    // Two writers with the same If-Match: one wins, the other is told it changed.
+    const raced = await Promise.allSettled([
+      env.a.groups.update(group.id, { name: 'A' }, { versions: [3] }),
+      env.b.groups.update(group.id, { name: 'B' }, { versions: [3] }),
+    ])
+    expect(raced.map(codeOf).sort()).toEqual(['PRECONDITION_FAILED', 'ok'])
+  })
+})
