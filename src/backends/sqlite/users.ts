@@ -100,7 +100,9 @@ export function createSqliteUserRows(
   /** Rows of a page with their groups, read in the same snapshot. */
   const withGroupsOf = (rows: Omit<User, 'groups'>[]): User[] => {
     const found = groupsOfPage(rows.map((row) => row.id))
-    return rows.map((row) => ({ ...row, groups: found.get(row.id) ?? [] }))
+    // Set on the rows bun:sqlite made, not copied: a copy per row cost more than the read.
+    for (const row of rows as User[]) row.groups = found.get(row.id) ?? []
+    return rows as User[]
   }
   // One read transaction: the page and the total are one snapshot, and WAL bookkeeping is paid once.
   const readPage = sqlite.transaction((request: PageRequest) => ({
