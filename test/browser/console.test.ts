@@ -27,6 +27,7 @@ const HOSTILE_NAME = '<img src=x onerror=alert(1)>'
 const HOSTILE_FILENAME = '"><img src=z onerror=alert(2)>.txt'
 const HOSTILE_DESCRIPTION = '<svg onload=alert(3)>'
 const HOSTILE_TYPE = '<img src=y onerror=alert(4)>.happened'
+const ADMIN_PASSWORD = 'an admin passphrase'
 /** ROSTER_UPDATE_SCREENSHOTS=1 rewrites the README's screenshots from this run. */
 const SCREENSHOTS = process.env.ROSTER_UPDATE_SCREENSHOTS === '1'
 const SCREENSHOT_DIR = join(import.meta.dir, '../../docs/images')
@@ -39,6 +40,10 @@ let key: string
 let context: BrowserContext
 let page: Page
 let watch: PageWatch
+let spareKey: string | null = null
+
+/** A key for the test's own checks (the console's keys get revoked along the way). */
+const adminKey = () => spareKey as string
 
 const api = (path: string, init: RequestInit = {}, withKey = key) =>
   fetch(`${server.url}${path}`, {
@@ -150,6 +155,7 @@ beforeAll(async () => {
     env: cleanEnv({ ROSTER_WEBHOOK_SECRET: STRIPE_SECRET }),
   })
   await seed()
+  spareKey = await createKey('checks')
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url })
   page = await context.newPage()
@@ -411,7 +417,7 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     const revoked = await runBinary(['keys', 'revoke', '1', '--data-dir', dataDir])
     expect(revoked.code).toBe(0)
     await activate(page, 'Refresh')
-    await waitForText(page.locator('main'), 'no longer accepts the key')
+    await waitForText(page.locator('main'), 'no longer accepts this sign-in')
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
     const second = await createKey('console-2')
     await signIn(second)
@@ -420,7 +426,146 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     await waitForText(page.locator('main'), 'Signed out')
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
     await page.reload()
-    await page.getByLabel('API key').waitFor()
+    await page.getByLabel('API key', { exact: true }).waitFor()
+  })
+
+  test('an admin signs in with email and password; a member is told it is not an admin', async () => {
+    for (const [email, role] of [
+      ['root@example.com', 'admin'],
+      ['member@example.com', 'member'],
+    ] as const) {
+      const made = await runBinary(
+        [
+          'users',
+          'create',
+          '--role',
+          role,
+          '--name',
+          role,
+          '--email',
+          email,
+          '--password-stdin',
+          '--data-dir',
+          dataDir,
+        ],
+        { stdin: `${ADMIN_PASSWORD}\n` },
+      )
+      expect(made.code).toBe(0)
+    }
+    await expectAccessible('sign-in with two forms')
+    await typeInto(page, 'Email', 'root@example.com')
+    await typeInto(page, 'Password', 'not the password')
+    await page.keyboard.press('Enter')
+    await waitForText(page.getByRole('alert'), 'The email or password is wrong')
+    await typeInto(page, 'Email', 'member@example.com')
+    await typeInto(page, 'Password', ADMIN_PASSWORD)
+    await page.keyboard.press('Enter')
+    await waitForText(page.getByRole('alert'), 'This account is not an admin')
+    await typeInto(page, 'Email', 'root@example.com')
+    await typeInto(page, 'Password', ADMIN_PASSWORD)
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+    expect(await page.evaluate(() => sessionStorage.getItem('roster.console.admin'))).toBe(
+      'root@example.com',
+    )
+    // The session is a cookie roster set HttpOnly: the page's script cannot read it.
+    expect(await page.evaluate(() => document.cookie)).toBe('')
+  })
+
+  test('users show role and groups; an admin promotes a member from the edit dialog', async () => {
+    await openSection('Users')
+    await typeInto(page, 'Email is exactly', 'member@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('tbody'), 'member@example.com')
+    await waitForText(page.locator('tbody'), 'member')
+    const member = (await (
+      await api('/v2/users?email=member@example.com', {}, adminKey())
+    ).json()) as {
+      data: { id: number }[]
+    }
+    const id = member.data[0]?.id as number
+    await activate(page, `Edit user ${id}`)
+    await tabTo(page, 'Role')
+    await page.keyboard.type('admin')
+    await expectAccessible('edit user with role')
+    await activate(page, 'Save')
+    await waitForText(page.getByRole('status'), `User ${id} saved.`)
+    const after = (await (await api(`/users/${id}`, {}, adminKey())).json()) as { role: string }
+    expect(after.role).toBe('admin')
+  })
+
+  test('groups: create (a taken name is shown beside the field), add a member by email, take them out', async () => {
+    await openSection('Groups')
+    await activate(page, 'New group')
+    await typeInto(page, 'Name', 'Engineering')
+    await typeInto(page, 'Description (optional)', 'Builds roster')
+    await page.keyboard.press('Enter')
+    await waitForText(page.getByRole('status'), 'Group Engineering created.')
+    await activate(page, 'New group')
+    await typeInto(page, 'Name', 'ENGINEERING')
+    await page.keyboard.press('Enter')
+    await waitForText(dialog().locator('.field-error'), 'is taken by another group')
+    const invalid = dialog().locator('input[aria-invalid="true"]')
+    expect(await invalid.getAttribute('name')).toBe('group-name')
+    await expectAccessible('group name taken')
+    await activate(page, 'Cancel')
+    await dialog().waitFor({ state: 'detached' })
+    await waitForText(page.locator('tbody'), 'Builds roster')
+    await expectAccessible('groups')
+    await activate(page, 'Members of Engineering')
+    await typeInto(page, 'Add a user by email', 'ada@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(dialog().locator('tbody'), 'Ada Lovelace')
+    await expectAccessible('group members')
+    const groups = (await (await api('/groups', {}, adminKey())).json()) as {
+      data: { id: number; members: number[] }[]
+    }
+    expect(groups.data[0]?.members).toHaveLength(1)
+    await activate(page, 'Take out Ada Lovelace')
+    await waitForText(dialog().getByRole('status'), 'Ada Lovelace taken out.')
+    await activate(page, 'Done')
+    await dialog().waitFor({ state: 'detached' })
+  })
+
+  test('API keys: a key with chosen scopes and an expiry date', async () => {
+    await openSection('API keys')
+    await activate(page, 'New API key')
+    await typeInto(page, 'Name', 'reader')
+    await tabTo(page, 'Everything (*)')
+    await page.keyboard.press('Space')
+    await tabTo(page, 'users:read')
+    await page.keyboard.press('Space')
+    await typeInto(page, 'Expires (optional)', '12312099')
+    await expectAccessible('new key with scopes')
+    await activate(page, 'Create key')
+    const shown = dialog().getByLabel('The new key')
+    await shown.waitFor()
+    const created = await shown.inputValue()
+    await activate(page, 'Done')
+    await waitForText(page.locator('tbody'), 'users:read')
+    const keys = (await (await api('/api-keys', {}, adminKey())).json()) as {
+      data: { name: string; scopes: string[]; expires_at: string | null }[]
+    }
+    const reader = keys.data.find((entry) => entry.name === 'reader')
+    expect(reader?.scopes).toEqual(['users:read'])
+    expect(
+      reader?.expires_at?.startsWith('2099-12-31') || reader?.expires_at?.startsWith('2100-01-01'),
+    ).toBe(true)
+    expect((await api('/users', {}, created)).status).toBe(200)
+    expect((await api('/api-keys', {}, created)).status).toBe(403)
+  })
+
+  test('an admin signing out ends the session on the server', async () => {
+    const cookies = await context.cookies(server.url)
+    const session = cookies.find((cookie) => cookie.name === 'session')
+    expect(session?.httpOnly).toBe(true)
+    await activate(page, 'Sign out')
+    await waitForText(page.locator('main'), 'Signed out.')
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    const reuse = await fetch(`${server.url}/me`, {
+      headers: { cookie: `session=${session?.value}` },
+    })
+    expect(reuse.status).toBe(401)
   })
 
   test('the page made no request off its origin, put no key in a URL, and ran no injected script', async () => {
@@ -432,7 +577,7 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect(watch.dialogs).toEqual([])
     // The browser logs the refusals the flows provoked (wrong key, duplicate email, stale
     // edits); anything else (a CSP refusal, an exception) is a failure.
-    const provoked = /Failed to load resource: .* status of (401|409|412) /
+    const provoked = /Failed to load resource: .* status of (401|403|409|412) /
     expect(watch.errors.filter((text) => !provoked.test(text))).toEqual([])
     const log = server.stderr.join('\n')
     expect(log).not.toContain(key)

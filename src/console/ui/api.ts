@@ -1,13 +1,30 @@
-// The console's only way to the server: same-origin fetches that carry the API key in
-// X-API-Key (never in a URL), and turn roster's error envelope into an ApiError to show.
+// The console's only way to the server: same-origin fetches that carry either the API key in
+// X-API-Key (never in a URL) or an admin's session cookie (after /login), and turn roster's
+// error envelope into an ApiError to show.
 
 const KEY_SLOT = 'roster.console.key'
+const ADMIN_SLOT = 'roster.console.admin'
 
-/** The key lives in sessionStorage: it is gone when the tab closes. */
+/**
+ * How the console is signed in, kept in sessionStorage (gone when the tab closes): an API key,
+ * or an admin's email with the session cookie roster set (HttpOnly: the script never sees it).
+ */
 export const session = {
   key: (): string | null => sessionStorage.getItem(KEY_SLOT),
+  admin: (): string | null => sessionStorage.getItem(ADMIN_SLOT),
+  signedIn: (): boolean => session.key() !== null || session.admin() !== null,
   remember: (key: string) => sessionStorage.setItem(KEY_SLOT, key),
-  forget: () => sessionStorage.removeItem(KEY_SLOT),
+  rememberAdmin: (email: string) => sessionStorage.setItem(ADMIN_SLOT, email),
+  forget: () => {
+    sessionStorage.removeItem(KEY_SLOT)
+    sessionStorage.removeItem(ADMIN_SLOT)
+  },
+}
+
+/** One item of the error envelope's `details`: which field, and what is wrong with it. */
+export interface FieldProblem {
+  field: string
+  message: string
 }
 
 /** An answer other than 2xx/304, with what roster said about it. */
@@ -17,9 +34,22 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly requestId: string | null,
+    readonly details: readonly FieldProblem[] = [],
   ) {
     super(message)
   }
+
+  /** What the answer says about one field of a form (its first detail), or undefined. */
+  about(field: string): string | undefined {
+    return this.details.find(
+      (detail) => detail.field === field || detail.field.startsWith(`${field}.`),
+    )?.message
+  }
+}
+
+/** The message for a form field from an error, if the error is about it. */
+export function problemWith(error: unknown, field: string): string | undefined {
+  return error instanceof ApiError ? error.about(field) : undefined
 }
 
 type Listener = () => void
@@ -43,6 +73,8 @@ interface CallOptions {
   headers?: Record<string, string>
   /** The key to use instead of the stored one (sign-in tries a key before storing it). */
   key?: string
+  /** Send the session cookie although no admin is remembered yet (sign-in). */
+  withCookie?: boolean
 }
 
 /** Sends a request; throws ApiError for any error answer (after a 401, signs out). */
@@ -66,6 +98,9 @@ async function send(path: string, options: CallOptions): Promise<Response> {
   const key = options.key ?? session.key()
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers }
   if (key !== null) headers['x-api-key'] = key
+  // Signed in as an admin: the session cookie goes along (same origin only; roster's CSRF
+  // check lets the console's own origin through).
+  const cookie = key === null && (options.withCookie === true || session.admin() !== null)
   let body: string | undefined
   if (options.body !== undefined) {
     headers['content-type'] ??= 'application/json'
@@ -77,7 +112,7 @@ async function send(path: string, options: CallOptions): Promise<Response> {
       method: options.method ?? 'GET',
       headers,
       body,
-      credentials: 'omit',
+      credentials: cookie ? 'same-origin' : 'omit',
       cache: 'no-store',
     })
   } catch {
@@ -85,7 +120,7 @@ async function send(path: string, options: CallOptions): Promise<Response> {
   }
   if (response.ok || response.status === 304) return response
   const error = await errorOf(response)
-  if (response.status === 401 && options.key === undefined) {
+  if (response.status === 401 && options.key === undefined && options.withCookie !== true) {
     session.forget()
     for (const listener of signedOutListeners) listener()
   }
@@ -95,7 +130,7 @@ async function send(path: string, options: CallOptions): Promise<Response> {
 async function errorOf(response: Response): Promise<ApiError> {
   const requestId = response.headers.get('x-request-id')
   const envelope = parseJson(await response.text()) as {
-    error?: { code?: unknown; message?: unknown }
+    error?: { code?: unknown; message?: unknown; details?: unknown }
     request_id?: unknown
   } | null
   const code = typeof envelope?.error?.code === 'string' ? envelope.error.code : 'HTTP_ERROR'
@@ -104,7 +139,15 @@ async function errorOf(response: Response): Promise<ApiError> {
       ? envelope.error.message
       : `roster answered ${response.status}`
   const id = typeof envelope?.request_id === 'string' ? envelope.request_id : requestId
-  return new ApiError(response.status, code, message, id)
+  const details = Array.isArray(envelope?.error?.details)
+    ? (envelope.error.details as unknown[]).filter(isProblem)
+    : []
+  return new ApiError(response.status, code, message, id, details)
+}
+
+function isProblem(value: unknown): value is FieldProblem {
+  const item = value as { field?: unknown; message?: unknown } | null
+  return typeof item?.field === 'string' && typeof item.message === 'string'
 }
 
 function parseJson(text: string): unknown {

@@ -199,36 +199,47 @@ export function ColumnHeads(props: { names: readonly string[] }) {
   )
 }
 
-/** A labelled text input. */
+/** A labelled text input; `error` is what the API said about this field, shown beside it. */
 export function Field(props: {
   label: string
   name: string
   value: string
   onInput: (value: string) => void
-  type?: 'text' | 'email' | 'password'
+  type?: 'text' | 'email' | 'password' | 'date'
   required?: boolean
   autoComplete?: string
   hint?: string
+  error?: string
 }) {
   // Unique per field: a dialog may show a field whose name the page behind it also has.
   const id = useId()
+  const described = [
+    props.hint === undefined ? null : `${id}-hint`,
+    props.error === undefined ? null : `${id}-error`,
+  ].filter((part) => part !== null)
   return (
     <p class="field">
       <label for={id}>{props.label}</label>
       <input
         id={id}
         name={props.name}
-        // One of three text-like types; preact types each input type on its own.
+        // One of the text-like types; preact types each input type on its own.
         type={(props.type ?? 'text') as 'text'}
         value={props.value}
         required={props.required}
         autoComplete={props.autoComplete ?? 'off'}
-        aria-describedby={props.hint === undefined ? undefined : `${id}-hint`}
+        aria-invalid={props.error === undefined ? undefined : true}
+        aria-describedby={described.length === 0 ? undefined : described.join(' ')}
         onInput={(event) => props.onInput((event.currentTarget as HTMLInputElement).value)}
       />
       {props.hint !== undefined && (
         <small id={`${id}-hint`} class="hint">
           {props.hint}
+        </small>
+      )}
+      {props.error !== undefined && (
+        <small id={`${id}-error`} class="field-error">
+          {props.error}
         </small>
       )}
     </p>

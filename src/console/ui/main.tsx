@@ -1,6 +1,7 @@
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { onSignedOut, session } from './api'
+import { call, onSignedOut, session } from './api'
+import { GroupsPage } from './pages/groups'
 import { KeysPage } from './pages/keys'
 import { OverviewPage } from './pages/overview'
 import { UploadsPage } from './pages/uploads'
@@ -12,6 +13,7 @@ import './console.css'
 const PAGES = [
   { hash: '#/', title: 'Overview', Page: OverviewPage },
   { hash: '#/users', title: 'Users', Page: UsersPage },
+  { hash: '#/groups', title: 'Groups', Page: GroupsPage },
   { hash: '#/keys', title: 'API keys', Page: KeysPage },
   { hash: '#/uploads', title: 'Uploads', Page: UploadsPage },
   { hash: '#/webhooks', title: 'Webhook deliveries', Page: WebhooksPage },
@@ -22,7 +24,7 @@ function currentPage() {
 }
 
 function App() {
-  const [signedIn, setSignedIn] = useState(session.key() !== null)
+  const [signedIn, setSignedIn] = useState(session.signedIn())
   const [reason, setReason] = useState<string | null>(null)
   const [page, setPage] = useState(currentPage)
 
@@ -34,7 +36,9 @@ function App() {
   useEffect(
     () =>
       onSignedOut(() => {
-        setReason('roster no longer accepts the key (it may have been revoked). Sign in again.')
+        setReason(
+          'roster no longer accepts this sign-in (the key was revoked, or the session ended). Sign in again.',
+        )
         setSignedIn(false)
       }),
     [],
@@ -54,9 +58,12 @@ function App() {
       />
     )
   }
-  const signOut = () => {
+  const signOut = async () => {
+    // An admin's session ends on the server too; a key is only forgotten here.
+    const admin = session.admin() !== null
+    if (admin) await call('/logout', { method: 'POST' }).catch(() => {})
     session.forget()
-    setReason('Signed out. The key has been forgotten.')
+    setReason(admin ? 'Signed out.' : 'Signed out. The key has been forgotten.')
     setSignedIn(false)
   }
   const { Page } = page

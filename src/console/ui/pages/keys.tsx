@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { call } from '../api'
+import { call, problemWith } from '../api'
 import {
   ColumnHeads,
   Confirm,
@@ -14,6 +14,7 @@ import {
   SubmitOrCancel,
   useLoad,
 } from '../components'
+import { SCOPES } from '../scopes'
 
 interface ApiKey {
   id: number
@@ -21,6 +22,8 @@ interface ApiKey {
   prefix: string
   created_at: string
   last_used_at: string | null
+  scopes: string[]
+  expires_at: string | null
 }
 
 interface KeyPage {
@@ -29,7 +32,7 @@ interface KeyPage {
 }
 
 interface Me {
-  key: { id: number }
+  key: { id: number } | null
 }
 
 /** List, create (the key shown once), revoke. */
@@ -40,7 +43,7 @@ export function KeysPage() {
       call<KeyPage>(`/api-keys?limit=20&offset=${offset}`),
       call<Me>('/data'),
     ])
-    return { page: page.body, ownId: me.body.key.id }
+    return { page: page.body, ownId: me.body.key?.id ?? null }
   }, [offset])
   const [creating, setCreating] = useState(false)
   const [revoking, setRevoking] = useState<ApiKey | null>(null)
@@ -59,7 +62,9 @@ export function KeysPage() {
         <>
           <table>
             <caption>Active API keys</caption>
-            <ColumnHeads names={['Id', 'Name', 'Starts with', 'Created', 'Last used', 'Actions']} />
+            <ColumnHeads
+              names={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
+            />
             <tbody>
               {data.page.data.map((key) => (
                 <tr key={key.id}>
@@ -71,7 +76,8 @@ export function KeysPage() {
                   <td>
                     <code>{key.prefix}…</code>
                   </td>
-                  <td>{formatDate(key.created_at)}</td>
+                  <td>{key.scopes.join(', ')}</td>
+                  <td>{key.expires_at === null ? 'never' : formatDate(key.expires_at)}</td>
                   <td>{formatDate(key.last_used_at)}</td>
                   <td class="row-actions">
                     <RowAction
@@ -121,16 +127,27 @@ export function KeysPage() {
 
 function CreateKey(props: { onClose: () => void }) {
   const [name, setName] = useState('')
+  const [everything, setEverything] = useState(true)
+  const [scopes, setScopes] = useState<string[]>([])
+  const [expires, setExpires] = useState('')
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null)
   const [error, setError] = useState<unknown>(null)
   const [copied, setCopied] = useState<string | null>(null)
 
+  const toggle = (scope: string, on: boolean) =>
+    setScopes((held) => (on ? [...held, scope] : held.filter((other) => other !== scope)))
   const submit = async (event: Event) => {
     event.preventDefault()
     try {
+      const body: Record<string, unknown> = {
+        name: name.trim(),
+        scopes: everything ? ['*'] : scopes,
+      }
+      // A date: the key works until the end of that day, in the browser's time zone.
+      if (expires !== '') body.expires_at = new Date(`${expires}T23:59:59`).toISOString()
       const answer = await call<{ key: string; name: string }>('/api-keys', {
         method: 'POST',
-        body: { name: name.trim() },
+        body,
       })
       setCreated(answer.body)
     } catch (reason) {
@@ -173,7 +190,56 @@ function CreateKey(props: { onClose: () => void }) {
   return (
     <Dialog title="New API key" onClose={props.onClose}>
       <form onSubmit={submit}>
-        <Field label="Name" name="key-name" value={name} required onInput={setName} />
+        <Field
+          label="Name"
+          name="key-name"
+          value={name}
+          required
+          onInput={setName}
+          error={problemWith(error, 'name')}
+        />
+        <fieldset>
+          <legend>What the key may do</legend>
+          <p class="choices">
+            <label>
+              <input
+                type="checkbox"
+                checked={everything}
+                onChange={(event) =>
+                  setEverything((event.currentTarget as HTMLInputElement).checked)
+                }
+              />{' '}
+              Everything (*)
+            </label>
+            {!everything &&
+              SCOPES.map((scope) => (
+                <label key={scope}>
+                  <input
+                    type="checkbox"
+                    name="scope"
+                    value={scope}
+                    checked={scopes.includes(scope)}
+                    onChange={(event) =>
+                      toggle(scope, (event.currentTarget as HTMLInputElement).checked)
+                    }
+                  />{' '}
+                  {scope}
+                </label>
+              ))}
+          </p>
+          {problemWith(error, 'scopes') !== undefined && (
+            <small class="field-error">{problemWith(error, 'scopes')}</small>
+          )}
+        </fieldset>
+        <Field
+          label="Expires (optional)"
+          name="key-expires"
+          type="date"
+          value={expires}
+          onInput={setExpires}
+          hint="The key stops working after this day. Leave empty for a key that does not expire."
+          error={problemWith(error, 'expires_at')}
+        />
         <ErrorNote error={error} />
         <SubmitOrCancel submit="Create key" onCancel={props.onClose} />
       </form>

@@ -1,5 +1,5 @@
 import { Fragment } from 'preact'
-import { call } from '../api'
+import { call, session } from '../api'
 import { ErrorNote, formatBytes, formatDuration, useLoad } from '../components'
 
 interface Health {
@@ -12,7 +12,8 @@ interface Health {
 
 interface Counts {
   data: { users: number; uploads: number; webhook_events: number }
-  key: { id: number; name: string }
+  /** The key that asked; null when an admin asked with its own sign-in. */
+  key: { id: number; name: string } | null
 }
 
 interface EventTotal {
@@ -83,7 +84,9 @@ export function OverviewPage() {
               <dd class={data.failed === 0 ? undefined : 'bad'}>{data.failed}</dd>
             </dl>
             <p class="muted">
-              Signed in with the key “{data.counts.key.name}” (id {data.counts.key.id}).
+              {data.counts.key === null
+                ? `Signed in as the admin ${session.admin() ?? ''}.`
+                : `Signed in with the key “${data.counts.key.name}” (id ${data.counts.key.id}).`}
             </p>
           </section>
         </>

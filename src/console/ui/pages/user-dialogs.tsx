@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { ApiError, call } from '../api'
+import { ApiError, call, problemWith } from '../api'
 import { ColumnHeads, Dialog, ErrorNote, Field, SubmitOrCancel, useLoad } from '../components'
 
 export interface User {
@@ -8,16 +8,24 @@ export interface User {
   email: string
   created_at: string
   updated_at: string
+  role: 'member' | 'admin'
+  groups: number[]
 }
 
 interface Values {
   name: string
   email: string
   password: string
+  role: 'member' | 'admin'
 }
 
-function UserFields(props: { values: Values; onChange: (values: Values) => void; isNew: boolean }) {
-  const { values, onChange } = props
+function UserFields(props: {
+  values: Values
+  onChange: (values: Values) => void
+  isNew: boolean
+  error: unknown
+}) {
+  const { values, onChange, error } = props
   return (
     <>
       <Field
@@ -26,6 +34,7 @@ function UserFields(props: { values: Values; onChange: (values: Values) => void;
         value={values.name}
         required
         onInput={(name) => onChange({ ...values, name })}
+        error={problemWith(error, 'name')}
       />
       <Field
         label="Email"
@@ -34,6 +43,7 @@ function UserFields(props: { values: Values; onChange: (values: Values) => void;
         value={values.email}
         required
         onInput={(email) => onChange({ ...values, email })}
+        error={problemWith(error, 'email')}
       />
       <Field
         label={props.isNew ? 'Password (optional)' : 'New password (optional)'}
@@ -43,20 +53,51 @@ function UserFields(props: { values: Values; onChange: (values: Values) => void;
         value={values.password}
         hint={props.isNew ? '8 to 128 characters.' : 'Leave empty to keep the current one.'}
         onInput={(password) => onChange({ ...values, password })}
+        error={problemWith(error, 'password')}
       />
+      <p class="field">
+        <label for="user-role">Role</label>
+        <select
+          id="user-role"
+          name="role"
+          value={values.role}
+          aria-describedby="user-role-hint"
+          onChange={(event) =>
+            onChange({
+              ...values,
+              role: (event.currentTarget as HTMLSelectElement).value as Values['role'],
+            })
+          }
+        >
+          <option value="member">member: its own record only</option>
+          <option value="admin">admin: everything, this console included</option>
+        </select>
+        <small id="user-role-hint" class="hint">
+          A new role signs the user out everywhere. The last admin cannot be demoted.
+        </small>
+        {problemWith(error, 'role') !== undefined && (
+          <small class="field-error">{problemWith(error, 'role')}</small>
+        )}
+      </p>
     </>
   )
 }
 
 /** Creates a user; reports the new id. */
 export function CreateUser(props: { onClose: () => void; onDone: (text: string) => void }) {
-  const [values, setValues] = useState<Values>({ name: '', email: '', password: '' })
+  const [values, setValues] = useState<Values>({
+    name: '',
+    email: '',
+    password: '',
+    role: 'member',
+  })
   const [error, setError] = useState<unknown>(null)
   const submit = async (event: Event) => {
     event.preventDefault()
     try {
       const body: Record<string, string> = { name: values.name, email: values.email }
       if (values.password !== '') body.password = values.password
+      if (values.role !== 'member') body.role = values.role
       const created = await call<User>('/users', { method: 'POST', body })
       props.onDone(`User ${created.body.id} created.`)
     } catch (reason) {
@@ -66,7 +107,7 @@ export function CreateUser(props: { onClose: () => void; onDone: (text: string) 
   return (
     <Dialog title="New user" onClose={props.onClose}>
       <form onSubmit={submit}>
-        <UserFields values={values} onChange={setValues} isNew />
+        <UserFields values={values} onChange={setValues} isNew error={error} />
         <ErrorNote error={error} />
         <SubmitOrCancel submit="Create user" onCancel={props.onClose} />
       </form>
@@ -102,7 +143,12 @@ export function EditUser(props: {
   const loaded = useLoad(async () => {
     const first = await readUser(props.id)
     setRead(first)
-    setValues({ name: first.user.name, email: first.user.email, password: '' })
+    setValues({
+      name: first.user.name,
+      email: first.user.email,
+      password: '',
+      role: first.user.role,
+    })
     return first
   }, [props.id])
 
@@ -110,6 +156,7 @@ export function EditUser(props: {
     if (values === null) return
     const body: Record<string, string> = { name: values.name, email: values.email }
     if (values.password !== '') body.password = values.password
+    if (read !== null && values.role !== read.user.role) body.role = values.role
     try {
       await call(`/users/${props.id}`, {
         method: 'PATCH',
@@ -133,7 +180,12 @@ export function EditUser(props: {
   const takeTheirs = () => {
     if (conflict === null) return
     setRead(conflict)
-    setValues({ name: conflict.user.name, email: conflict.user.email, password: '' })
+    setValues({
+      name: conflict.user.name,
+      email: conflict.user.email,
+      password: '',
+      role: conflict.user.role,
+    })
     setConflict(null)
   }
 
@@ -142,7 +194,7 @@ export function EditUser(props: {
       <ErrorNote error={loaded.error} />
       {values !== null && conflict === null && (
         <form onSubmit={submit}>
-          <UserFields values={values} onChange={setValues} isNew={false} />
+          <UserFields values={values} onChange={setValues} isNew={false} error={error} />
           <ErrorNote error={error} />
           <SubmitOrCancel submit="Save" onCancel={props.onClose} />
         </form>

@@ -45,6 +45,12 @@ export function UsersPage() {
     async () => (await call<UserPage>(listPath(search, cursor))).body,
     [search, cursor],
   )
+  // The groups' names, to show a user's groups by name (ids for any beyond the first 100).
+  const groups = useLoad(
+    async () => (await call<{ data: { id: number; name: string }[] }>('/groups?limit=100')).body,
+    [],
+  )
+  const groupNames = new Map((groups.data?.data ?? []).map((group) => [group.id, group.name]))
   const [editing, setEditing] = useState<Editing | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
   const [exportError, setExportError] = useState<unknown>(null)
@@ -110,13 +116,19 @@ export function UsersPage() {
               {data.pagination.total} user{data.pagination.total === 1 ? '' : 's'}
               {search.q !== '' || search.email !== '' ? ' found' : ''}
             </caption>
-            <ColumnHeads names={['Id', 'Name', 'Email', 'Created', 'Actions']} />
+            <ColumnHeads names={['Id', 'Name', 'Email', 'Role', 'Groups', 'Created', 'Actions']} />
             <tbody>
               {data.data.map((user) => (
                 <tr key={user.id}>
                   <td>{user.id}</td>
                   <td>{user.name}</td>
                   <td>{user.email}</td>
+                  <td>{user.role}</td>
+                  <td>
+                    {user.groups.length === 0
+                      ? '—'
+                      : user.groups.map((id) => groupNames.get(id) ?? `#${id}`).join(', ')}
+                  </td>
                   <td>{formatDate(user.created_at)}</td>
                   <td class="row-actions">
                     <RowAction
