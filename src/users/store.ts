@@ -90,13 +90,17 @@ export interface UserWriteRows {
   remove(id: number, guard: WriteGuard): Promise<void>
   idByEmailKey(key: string): Promise<number | null>
   /**
-   * Serialises the units that change roles, until this unit ends (PostgreSQL: a transaction
-   * advisory lock; SQLite's single writer does it already), so two admins demoting each other
-   * at once cannot both count the other as the admin who remains.
+   * Serialises the units that take an admin away, until this unit ends (PostgreSQL: a
+   * transaction advisory lock; SQLite's single writer does it already), so two admins demoting
+   * each other at once cannot both count the other as the admin who remains. Taken after the
+   * user's row (lockRole), never before, so two units cannot wait on each other.
    */
   lockRoles(): Promise<void>
-  /** The user's role as this unit sees it; null when there is no such user. */
-  roleOf(id: number): Promise<Role | null>
+  /**
+   * The user's role, its row locked until this unit ends (FOR UPDATE on PostgreSQL); null when
+   * there is no such user.
+   */
+  lockRole(id: number): Promise<Role | null>
   /** How many admins there are, as this unit sees them. */
   countAdmins(): Promise<number>
 }
@@ -145,8 +149,8 @@ export function userWrites(
       return user
     },
     async remove(id, guard) {
-      await rows.lockRoles()
-      if ((await rows.roleOf(id)) === 'admin') await keepAnAdmin(rows, id)
+      // Only an admin's deletion waits for the roles lock: a member's takes no admin away.
+      if ((await rows.lockRole(id)) === 'admin') await keepAnAdmin(rows, id)
       // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
       // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
       await memberships.leaveAll(id, now().toISOString())
@@ -159,7 +163,8 @@ export function userWrites(
 
 /**
  * Whether a write asking for `role` changes the user's role; refused when the guard says the
- * caller may not change roles, or when it would leave no admin. Runs under lockRoles.
+ * caller may not change roles, or when it would leave no admin (a demotion takes the roles
+ * lock; a promotion takes no admin away and does not).
  */
 async function changesRole(
   rows: UserWriteRows,
@@ -167,8 +172,7 @@ async function changesRole(
   role: Role,
   guard: WriteGuard,
 ): Promise<boolean> {
-  await rows.lockRoles()
-  const current = await rows.roleOf(id)
+  const current = await rows.lockRole(id)
   if (current === null || current === role) return false
   if (guard.refuseRoleChange !== undefined) throw guard.refuseRoleChange
   if (current === 'admin') await keepAnAdmin(rows, id)
@@ -177,6 +181,7 @@ async function changesRole(
 
 /** CONFLICT when `id` is the only admin: nobody demotes or deletes the last admin. */
 async function keepAnAdmin(rows: UserWriteRows, id: number): Promise<void> {
+  await rows.lockRoles()
   if ((await rows.countAdmins()) > 1) return
   throw conflict(`User ${id} is the last admin; make another user an admin first`, [
     fieldDetail('role', 'the last admin cannot be demoted or deleted', 'admin'),

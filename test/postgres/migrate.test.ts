@@ -21,6 +21,8 @@ describe('PostgreSQL migrations', () => {
         'access_tokens',
         'api_keys',
         'files',
+        'group_members',
+        'groups',
         'idempotency_keys',
         'login_failures',
         'pending_objects',

@@ -20,8 +20,8 @@ const record = (row: Stored<GroupRecord>): GroupRecord => withIsoTimestamps<Grou
 /**
  * The groups' writes on PostgreSQL over `q`: the pool (each its own transaction) or a unit of
  * work's transaction. Several instances write at once: a write locks the group row (FOR
- * UPDATE) before it checks the guard; a membership locks the group, then the user, in that
- * order everywhere, so two never wait on each other.
+ * UPDATE) before it checks the guard; a membership locks the user, then the group, the order a
+ * user's deletion takes them in, so two never wait on each other.
  */
 function createPgGroupWriteRows(
   q: SQL,
@@ -37,8 +37,10 @@ function createPgGroupWriteRows(
 
   const membership = (groupId: number, userId: number, at: string, adding: boolean) =>
     inTransaction(async (tx): Promise<MembershipOutcome> => {
-      if ((await locked(tx, groupId)) === null) return 'no-group'
+      // The user's row first, then the group's: a user's deletion locks in that order too
+      // (its row, then the groups it leaves), so the two never wait on each other.
       const [user] = await tx`SELECT 1 FROM users WHERE id = ${userId}::int8 FOR UPDATE`
+      if ((await locked(tx, groupId)) === null) return 'no-group'
       if (user === undefined) return adding ? 'no-user' : 'unchanged'
       const result = adding
         ? await tx`INSERT INTO group_members (group_id, user_id) VALUES (${groupId}, ${userId})
@@ -101,10 +103,11 @@ function createPgGroupWriteRows(
     removeMember: (groupId, userId, at) => membership(groupId, userId, at, false),
 
     async leaveAll(userId, at) {
+      // One round trip: the memberships go, and the groups they were in move their versions.
       await q`
+        WITH gone AS (DELETE FROM group_members WHERE user_id = ${userId} RETURNING group_id)
         UPDATE groups SET version = version + 1, updated_at = ${at}
-        WHERE id IN (SELECT group_id FROM group_members WHERE user_id = ${userId})`
-      await q`DELETE FROM group_members WHERE user_id = ${userId}`
+        WHERE id IN (SELECT group_id FROM gone)`
     },
   }
 }

@@ -106,8 +106,9 @@ function createPgUserWriteRows(
       await q`SELECT pg_advisory_xact_lock(${ROLES_LOCK})`
     },
 
-    async roleOf(id) {
-      const [row] = await q<{ role: Role }[]>`SELECT role FROM users WHERE id = ${id}::int8`
+    async lockRole(id) {
+      const [row] = await q<{ role: Role }[]>`
+        SELECT role FROM users WHERE id = ${id}::int8 FOR UPDATE`
       return row?.role ?? null
     },
 

@@ -206,7 +206,7 @@ export function createSqliteUserRows(
   // One writer: a unit's role changes are already serialised, and read on the writer.
   const roles = {
     lockRoles: () => Promise.resolve(),
-    roleOf: (id: number) => settle(() => roleById.get(id)?.role ?? null),
+    lockRole: (id: number) => settle(() => roleById.get(id)?.role ?? null),
     countAdmins: () => settle(() => adminCount.get()?.n ?? 0),
   }
 
