@@ -57,13 +57,6 @@ export function grantsOf(text: string): Grant[] {
 }
 
 /**
- * The grants as a list answers show them: `["*"]`, or each scope in the contract's order.
- */
-export function normalGrants(grants: readonly Grant[]): Grant[] {
-  return grantsOf(grantsText(grants))
-}
-
-/**
  * The scopes of `requested` that `held` does not cover: a key made through the API gets at most
  * its creator's scopes, so asking for one more is refused (naming it) rather than trimmed.
  */
@@ -71,17 +64,6 @@ export function beyond(requested: readonly Grant[], held: readonly Grant[]): Gra
   if (held.includes('*')) return []
   if (requested.includes('*')) return ['*']
   return requested.filter((scope) => scope !== '*' && !covers(held, scope))
-}
-
-/** Who is asking, as far as authority goes. */
-export type Holder =
-  | { kind: 'apiKey'; scopes: readonly Grant[] }
-  | { kind: 'user'; userId: number; role: Role }
-
-/** What a holder may do everywhere: an admin as a `*` key, a member nothing beyond itself. */
-export function grantsOfHolder(holder: Holder): readonly Grant[] {
-  if (holder.kind === 'apiKey') return holder.scopes
-  return holder.role === 'admin' ? ALL_SCOPES : []
 }
 
 /** The words of a scope list that are not scopes (to refuse them, naming each). */

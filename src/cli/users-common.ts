@@ -1,6 +1,8 @@
 import { ConfigError, loadConfig } from '../config'
 import { type Deps, makeDeps } from '../deps'
+import { AppError } from '../errors/errors'
 import { createLogger } from '../log'
+import { toView, type UserRecord } from '../users/records'
 import type { TransferFormat } from '../users/transfer'
 import type { FlagSpec } from './args'
 
@@ -32,5 +34,20 @@ export async function withDeps(
     return await work(deps)
   } finally {
     await deps.close()
+  }
+}
+
+/**
+ * Prints the user a write made as one JSON line (exit 0); a refusal the API would answer with
+ * (a taken email, the last admin) is one `roster:` line on stderr and exit 1.
+ */
+export async function printWrittenUser(write: () => Promise<UserRecord>): Promise<number> {
+  try {
+    console.log(JSON.stringify(toView(await write())))
+    return 0
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    console.error(`roster: ${error.message}`)
+    return 1
   }
 }

@@ -1,11 +1,9 @@
 import { isRole } from '../auth/access'
 import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
-import { AppError } from '../errors/errors'
 import { newUserProblems } from '../users/fields'
-import { toView } from '../users/records'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
-import { withDeps } from './users-common'
+import { printWrittenUser, withDeps } from './users-common'
 
 export const CREATE_FLAGS: FlagSpec[] = [
   { flag: 'name', env: [], defaultText: '(required)', help: 'the user’s name' },
@@ -58,22 +56,14 @@ export async function createUser(
   }
   return await withDeps(serverFlags, env, async (deps) => {
     const passwordHash = password === undefined ? null : await hashPassword(password)
-    try {
-      const user = await deps.users.create({
+    return await printWrittenUser(() =>
+      deps.users.create({
         name: input.name as string,
         email: input.email as string,
         passwordHash,
         role,
-      })
-      console.log(JSON.stringify(toView(user)))
-      return 0
-    } catch (error) {
-      if (error instanceof AppError) {
-        console.error(`roster: ${error.message}`)
-        return 1
-      }
-      throw error
-    }
+      }),
+    )
   })
 }
 

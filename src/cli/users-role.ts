@@ -1,10 +1,8 @@
 import type { Role } from '../auth/access'
 import { ConfigError } from '../config'
 import { parseRowId } from '../db/row-id'
-import { AppError } from '../errors/errors'
-import { toView } from '../users/records'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
-import { withDeps } from './users-common'
+import { printWrittenUser, withDeps } from './users-common'
 
 export const ROLE_FLAGS: FlagSpec[] = databaseFlags()
 
@@ -30,16 +28,6 @@ export async function changeRole(
       console.error(`roster: no user with id or email ${JSON.stringify(target)}`)
       return 1
     }
-    try {
-      const user = await deps.users.update(id, { role }, { versions: null })
-      console.log(JSON.stringify(toView(user)))
-      return 0
-    } catch (error) {
-      if (error instanceof AppError) {
-        console.error(`roster: ${error.message}`)
-        return 1
-      }
-      throw error
-    }
+    return await printWrittenUser(() => deps.users.update(id, { role }, { versions: null }))
   })
 }

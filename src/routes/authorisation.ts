@@ -1,4 +1,4 @@
-import { covers, SCOPES, type Scope } from '../auth/access'
+import { covers, type Scope } from '../auth/access'
 import { grantsOf, type Principal, type Scheme } from '../auth/principal'
 import { fieldDetail } from '../errors/details'
 import { AppError } from '../errors/errors'
@@ -196,9 +196,6 @@ export function forbidden(scope: Scope | null, principal: Principal | null): App
     ),
   ])
 }
-
-/** Every scope, for the OpenAPI document's description of the key schemes. */
-export const SCOPE_NAMES: readonly Scope[] = SCOPES
 
 /**
  * The README's "Who may do what" table, from the rules above (test/routes/authorisation.test.ts

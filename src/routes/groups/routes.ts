@@ -33,6 +33,20 @@ import {
 
 const tags = ['groups']
 
+/** What PUT and PATCH /groups/{id} may answer. */
+const WRITE_RESPONSES = documented({
+  200: GroupView,
+  ...errorResponses(
+    'BAD_REQUEST',
+    'NOT_FOUND',
+    'CONFLICT',
+    'PRECONDITION_FAILED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'VALIDATION_ERROR',
+  ),
+})
+
 /** What the groups routes are given by the composition root. */
 export interface GroupRouteInputs {
   auth: AuthPlugin
@@ -230,18 +244,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
             'name is required; description is set to what is given (null when left out). id, created_at and updated_at may be echoed back and are ignored when they match; members is ignored (memberships have their own routes). If-Match that does not match the ETag is 412.',
           security: replace.security,
           ...headerParameters(IF_MATCH),
-          responses: documented({
-            200: GroupView,
-            ...errorResponses(
-              'BAD_REQUEST',
-              'NOT_FOUND',
-              'CONFLICT',
-              'PRECONDITION_FAILED',
-              'PAYLOAD_TOO_LARGE',
-              'UNSUPPORTED_MEDIA_TYPE',
-              'VALIDATION_ERROR',
-            ),
-          }),
+          responses: WRITE_RESPONSES,
         },
       },
     )
@@ -264,18 +267,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
             'application/json or application/merge-patch+json with name and/or description (null clears it). If-Match that does not match the ETag is 412.',
           security: patch.security,
           ...headerParameters(IF_MATCH),
-          responses: documented({
-            200: GroupView,
-            ...errorResponses(
-              'BAD_REQUEST',
-              'NOT_FOUND',
-              'CONFLICT',
-              'PRECONDITION_FAILED',
-              'PAYLOAD_TOO_LARGE',
-              'UNSUPPORTED_MEDIA_TYPE',
-              'VALIDATION_ERROR',
-            ),
-          }),
+          responses: WRITE_RESPONSES,
         },
       },
     )

@@ -111,7 +111,12 @@ export function usersRoutes(
     const user = await users.update(
       id,
       { name: body.name, email: body.email, passwordHash, role: body.role },
-      { ...guard, ...credentialGuard, refuseRoleChange: access.roleRefusal(set) },
+      {
+        ...guard,
+        ...credentialGuard,
+        // Made only when a role is asked for: most writes carry none.
+        refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
+      },
     )
     set.headers.etag = etagOf(user)
     return toView(user)
