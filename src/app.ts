@@ -11,6 +11,7 @@ import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
+import { mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
@@ -20,6 +21,7 @@ import { consoleRoutes } from './routes/console'
 import { docsRoutes } from './routes/docs/routes'
 import { groupRoutes } from './routes/groups/routes'
 import { healthChecks, healthRoutes } from './routes/health'
+import { mailRoutes } from './routes/mail/routes'
 import { metricsRoutes } from './routes/metrics'
 import { uploadRoutes } from './routes/uploads/routes'
 import { userExportRoutes } from './routes/users/export-routes'
@@ -89,6 +91,8 @@ export function createApp(
     app.use(userExportRoutes(inputs.userExport, prefix))
     app.use(usersRoutes(inputs.users, prefix, version))
     app.use(accountRoutes(inputs.account, prefix))
+    app.use(mailFlowRoutes(inputs.mailFlows, prefix))
+    app.use(mailRoutes(inputs.mail, prefix))
     app.use(groupRoutes(inputs.groups, prefix))
     app.use(authRoutes(inputs.apiKeys, prefix))
     app.use(uploadRoutes(inputs.uploads, prefix))
@@ -145,6 +149,13 @@ function routeInputs(deps: Deps) {
       authenticator: deps.authenticator,
       users,
       credentials: deps.credentials,
+      config,
+    },
+    mailFlows: { auth, flows: deps.mail.flows, config },
+    mail: {
+      auth,
+      outbox: deps.mail.outbox,
+      wakeWorker: () => deps.mail.worker?.wake(),
       config,
     },
     apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config, clock },

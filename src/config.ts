@@ -44,6 +44,14 @@ export interface Config {
   readonly webhookRetention: number
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
+  /** smtp[s]://user:pass@host:port: where mail goes; null keeps it in the outbox. */
+  readonly smtpUrl: string | null
+  /** The From of every message. */
+  readonly mailFrom: string
+  /** A directory whose templates replace the embedded ones, file by file; null: none. */
+  readonly mailTemplates: string | null
+  /** Sign-in is refused until the account's address is verified. */
+  readonly requireVerifiedEmail: boolean
 }
 
 /**
@@ -260,7 +268,68 @@ export const SERVE_OPTIONS = [
     help: 'believe X-Forwarded-For and X-Forwarded-Proto from the proxies in front of roster: alone, one (the client is the address the nearest proxy appended); N, that many; or their addresses and ranges, comma-separated (10.0.0.0/8,192.0.2.7). Never the entries a client writes',
     parse: parseTrustProxy,
   }),
+  option({
+    key: 'smtpUrl',
+    fallback: () => null,
+    flag: 'smtp-url',
+    env: ['ROSTER_SMTP_URL'],
+    defaultText: '(mail stays in the outbox)',
+    help: 'smtp://user:password@host:587 (STARTTLS when the server offers it) or smtps://…:465 (TLS from the start): send mail through this server. Without it, mail waits in the outbox (roster mail list, the console)',
+    parse: parseSmtpUrl,
+  }),
+  option({
+    key: 'mailFrom',
+    fallback: (earlier) => `roster <no-reply@${mailHost(earlier.publicUrl ?? null)}>`,
+    flag: 'mail-from',
+    env: ['ROSTER_MAIL_FROM'],
+    defaultText: 'roster <no-reply@HOST of --public-url>',
+    help: 'the From of every message, an address or "Name <address>"',
+    parse: (text, source) => {
+      if (!/^(?:[^<>\r\n]*<[^<>\s@]+@[^<>\s@]+>|[^<>\s@]+@[^<>\s@]+)$/.test(text.trim())) {
+        throw invalid(source, text, 'an address, or Name <address>')
+      }
+      return text.trim()
+    },
+  }),
+  option({
+    key: 'mailTemplates',
+    fallback: () => null,
+    flag: 'mail-templates',
+    env: ['ROSTER_MAIL_TEMPLATES'],
+    defaultText: '(the embedded ones)',
+    help: 'a directory of mail templates (FLOW.subject.txt, FLOW.txt, FLOW.html) that replace the embedded ones file by file',
+    parse: (text) => resolve(text),
+  }),
+  option({
+    key: 'requireVerifiedEmail',
+    fallback: () => false,
+    boolean: true,
+    flag: 'require-verified-email',
+    env: ['ROSTER_REQUIRE_VERIFIED_EMAIL'],
+    defaultText: 'false',
+    help: 'refuse sign-in (403 EMAIL_NOT_VERIFIED) until the account has followed the link of POST /auth/verify-email/request',
+    parse: parseBoolean,
+  }),
 ] as const
+
+/** The host mail says it comes from: --public-url's, or localhost. */
+function mailHost(publicUrl: string | null): string {
+  return publicUrl === null ? 'localhost' : new URL(publicUrl).hostname
+}
+
+/** smtp:// or smtps:// with a host; the password never appears in the error. */
+function parseSmtpUrl(text: string, source: string): string {
+  let url: URL | null = null
+  try {
+    url = new URL(text)
+  } catch {}
+  if (url === null || !/^smtps?:$/.test(url.protocol) || url.hostname === '') {
+    throw new ConfigError(
+      `invalid value for ${source}: expected smtp://user:password@host:587 or smtps://user:password@host:465`,
+    )
+  }
+  return text
+}
 
 /** A postgres:// or postgresql:// URL with a host; the password never appears in the error. */
 function parseDatabaseUrl(text: string, source: string): string {
@@ -309,6 +378,11 @@ export function loadConfig(flags: Partial<Record<string, string | boolean>>, env
         : spec.fallback(values as Partial<Config>)
   }
   values.webhookSecrets = parseSecrets(env.ROSTER_WEBHOOK_SECRET)
+  if (values.smtpUrl !== null && values.publicUrl === null) {
+    throw new ConfigError(
+      '--smtp-url needs --public-url: the links in mail must name the address people reach roster at',
+    )
+  }
   return Object.freeze(values) as unknown as Config
 }
 

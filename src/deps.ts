@@ -1,5 +1,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { type AccountFlows, createAccountFlows } from './accounts/flows'
+import { loadTemplates } from './accounts/templates'
 import { type ApiKeyStore, createApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
@@ -14,8 +16,11 @@ import { createGroupStore, type GroupStore, type GroupWrites, groupWrites } from
 import { DiskWatch } from './health/disk'
 import type { IdempotencyStore } from './idempotency/store'
 import type { Logger } from './log'
+import type { MailOutbox } from './mail/outbox'
+import { MailWorker } from './mail/worker'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
+import { createSmtpTransport } from './smtp/transport'
 import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
 import { createUploadFiles } from './uploads/files'
@@ -59,6 +64,8 @@ export interface Deps {
   readonly fileStore: FileStore
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
+  /** The outbox, its worker (null without --smtp-url: mail waits) and the flows that write it. */
+  readonly mail: { outbox: MailOutbox; worker: MailWorker | null; flows: AccountFlows }
   readonly metrics: Metrics
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
@@ -133,6 +140,7 @@ export async function makeDeps(
   const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
+  const mail = mailOf(config, backend, transaction, users, timers, log, now)
   addGauges(metrics, backend)
   const authenticator = createAuthenticator({
     config,
@@ -162,6 +170,7 @@ export async function makeDeps(
     fileStore,
     uploads,
     webhooks: { inbox, worker },
+    mail,
     metrics,
     counts: async () => ({
       users: await users.count(),
@@ -184,6 +193,33 @@ export async function makeDeps(
   return deps
 }
 
+/** The outbox's worker when there is a mail server, and the flows, which wake it. */
+function mailOf(
+  config: Config,
+  backend: Backend,
+  transaction: Transaction<UnitStores>,
+  users: UserStore,
+  timers: Timers,
+  log: Logger,
+  now: () => Date,
+): Deps['mail'] {
+  const outbox = backend.mail
+  const worker =
+    config.smtpUrl === null
+      ? null
+      : new MailWorker(outbox, createSmtpTransport(config.smtpUrl), config.mailFrom, timers, log)
+  if (worker !== null && backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
+  const flows = createAccountFlows({
+    transaction,
+    users,
+    templates: loadTemplates(config.mailTemplates),
+    messageHost: config.publicUrl === null ? 'localhost' : new URL(config.publicUrl).hostname,
+    now,
+    onMail: () => worker?.wake(),
+  })
+  return { outbox, worker, flows }
+}
+
 /**
  * The backend's unit of work with the domains' rules on its rows. SQLite hands every unit the
  * same rows, so their ruled view is made once per rows object.
@@ -195,7 +231,7 @@ function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transac
     if (stores === undefined) {
       stores = {
         ...rows,
-        users: userWrites(rows.users, rows.credentials, rows.memberships, now),
+        users: userWrites(rows.users, rows.credentials, rows.memberships, rows.accountTokens, now),
         groups: groupWrites(rows.groups, now),
       }
       ruled.set(rows, stores)

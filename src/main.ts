@@ -19,6 +19,7 @@ Commands:
   openapi    print the OpenAPI document
   keys       create, list or revoke API keys (roster keys --help)
   users      create, import or export users (roster users --help)
+  mail       show the mail outbox (roster mail --help)
   backup     write a consistent copy of the live database to a file
   copy       move a SQLite roster into PostgreSQL (and its files into S3): roster copy --help
 
@@ -40,6 +41,7 @@ const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   openapi: () => import('./cli/openapi'),
   keys: () => import('./cli/keys'),
   users: () => import('./cli/users'),
+  mail: () => import('./cli/mail'),
   backup: () => import('./cli/backup'),
   copy: () => import('./cli/copy'),
 }

@@ -24,6 +24,10 @@ describe('loadConfig', () => {
       rateLimit: null,
       webhookRetention: 90 * 24 * 60 * 60 * 1000,
       webhookSecrets: [],
+      smtpUrl: null,
+      mailFrom: 'roster <no-reply@localhost>',
+      mailTemplates: null,
+      requireVerifiedEmail: false,
     })
   })
 

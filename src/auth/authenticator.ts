@@ -11,7 +11,13 @@ import type { CredentialStore, SignedInUser } from './sessions'
 /** What the authenticator needs from the users feature. */
 export interface UserLookup {
   /** id and password hash by email (without regard to case). */
-  byEmail(email: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
+  byEmail(email: string): Promise<{
+    id: number
+    passwordHash: string | null
+    role: Role
+    /** Whether the address is verified (--require-verified-email). */
+    verified: boolean
+  } | null>
   /** A user's row with its current password hash (null if there is no such user). */
   withPasswordHash(
     userId: number,
@@ -84,6 +90,9 @@ export function createAuthenticator(deps: {
       deps.users.withPasswordHash(id),
     )
     if (cached !== null) {
+      if (deps.config.requireVerifiedEmail && cached.email_verified_at === null) {
+        throw emailNotVerified()
+      }
       return { kind: 'user', userId: cached.id, role: cached.role, scheme: 'basic', user: cached }
     }
     return verifyBasic(credentials, schemes, ipOf)
@@ -115,6 +124,8 @@ export function createAuthenticator(deps: {
       const user = await deps.users.byEmail(address)
       const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
       if (user === null || user.passwordHash === null || !ok) return null
+      // Only after the right password: the refusal tells nothing to one who does not know it.
+      if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
       if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
       return { id: user.id, passwordHash: user.passwordHash, role: user.role }
     })
@@ -265,4 +276,12 @@ let dummy: Promise<string> | null = null
 export function dummyHash(): Promise<string> {
   dummy ??= Bun.password.hash(crypto.randomUUID(), { algorithm: 'argon2id' })
   return dummy
+}
+
+/** --require-verified-email: the password is right, the address not verified yet. */
+function emailNotVerified(): AppError {
+  return new AppError(
+    'EMAIL_NOT_VERIFIED',
+    'Verify the account’s email address first: POST /auth/verify-email/request sends the link',
+  )
 }

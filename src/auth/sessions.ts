@@ -23,6 +23,8 @@ export interface SignedInUser {
   updated_at: string
   version: number
   role: Role
+  /** Read where a sign-in checks it (Basic's cache); a session's lookup does not. */
+  email_verified_at?: string | null
 }
 
 export interface SessionState {

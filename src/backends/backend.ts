@@ -1,9 +1,11 @@
+import type { AccountTokenWrites } from '../accounts/tokens'
 import type { ApiKeyRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
 import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/store'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
+import type { MailOutbox, MailWrites } from '../mail/outbox'
 import type { PendingFiles } from '../uploads/files'
 import type { UploadRecords } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
@@ -17,6 +19,8 @@ export interface UnitRows {
   inbox: InboxOutcomes
   groups: GroupWriteRows
   memberships: MembershipWrites
+  mail: MailWrites
+  accountTokens: AccountTokenWrites
 }
 
 /**
@@ -38,6 +42,7 @@ export interface Backend {
   readonly loginFailures: LoginFailureLog
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox
+  readonly mail: MailOutbox
   /** Files being written to a shared store (a bucket); null where none is offered (SQLite). */
   readonly pendingFiles: PendingFiles | null
   /** Runs a unit of work over every store's rows. */

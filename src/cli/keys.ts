@@ -12,6 +12,7 @@ import {
   parseFlags,
   renderFlags,
 } from './args'
+import { printColumns } from './format'
 
 const NAME_FLAG: FlagSpec = {
   flag: 'name',
@@ -162,13 +163,5 @@ function printTable(
       row.last_used_at ?? 'never',
     ]),
   )
-  const widths =
-    table[0]?.map((_, column) => Math.max(...table.map((row) => (row[column] ?? '').length))) ?? []
-  for (const row of table)
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
+  printColumns(table)
 }

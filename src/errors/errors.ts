@@ -13,6 +13,21 @@ export const ERROR_CODES = {
     summary: 'A webhook delivery was not signed correctly.',
     help: 'The signature header is missing, malformed, made with another secret, made over other bytes, or its timestamp is more than 300 seconds away from the server clock.',
   },
+  TOKEN_INVALID: {
+    status: 400,
+    summary: 'The link or code is not one roster sent.',
+    help: 'The token of a verification, password reset, magic link, email change or invitation is unknown, or a magic-link code is wrong. Copy the whole link from the message, or ask for a new one.',
+  },
+  TOKEN_USED: {
+    status: 400,
+    summary: 'The link or code was used already.',
+    help: 'Every link and code works once. A later change of password or email also ends the links sent before it. Ask for a new one.',
+  },
+  TOKEN_EXPIRED: {
+    status: 400,
+    summary: 'The link or code has expired.',
+    help: 'Password-reset and magic links last 15 minutes; verification, email-change and invitation links 7 days. A magic-link code also ends after 5 wrong tries. Ask for a new one.',
+  },
   UNAUTHORIZED: {
     status: 401,
     summary: 'A credential is missing, malformed, expired or revoked.',
@@ -27,6 +42,11 @@ export const ERROR_CODES = {
     status: 403,
     summary: 'The credential is valid but may not do this.',
     help: 'Also the answer to a cross-site form post or a cookie-carrying request from an origin that is not allowed (CSRF protection).',
+  },
+  EMAIL_NOT_VERIFIED: {
+    status: 403,
+    summary: 'The account’s email address is not verified yet.',
+    help: 'This server runs with --require-verified-email: sign-in waits until the link sent by POST /auth/verify-email/request has been followed. Ask for a new one if it was lost.',
   },
   REAUTHENTICATION_REQUIRED: {
     status: 403,

@@ -20,7 +20,10 @@ interface ParseContext {
  * and anything but a JSON object (422). Errors are AppErrors; the error handler unwraps them
  * from Elysia's ParseError.
  */
-export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
+export function jsonBody(
+  mediaTypes: readonly string[] = ['application/json'],
+  options: { optional?: boolean } = {},
+) {
   const accepted = new Set(mediaTypes)
   const expected = mediaTypes.join(' or ')
   // 'application/json' after our parser never runs (ours always returns or throws); it is
@@ -29,6 +32,14 @@ export function jsonBody(mediaTypes: readonly string[] = ['application/json']) {
 
   async function parseJsonBody({ request, contentType }: ParseContext): Promise<object> {
     const type = contentType.trim().toLowerCase()
+    // A route whose body may be left out: no type and no bytes is an empty object.
+    if (
+      options.optional === true &&
+      type === '' &&
+      (await readText(request, MAX_JSON_BYTES)) === ''
+    ) {
+      return {}
+    }
     if (!accepted.has(type)) {
       throw unsupportedMediaType(
         type === ''

@@ -67,6 +67,24 @@ export const RULES = {
   'GET /me': { scope: null, members: 'any', anonymous: 'never', schemes: USER },
   'GET /secure': { scope: null, members: 'any', anonymous: 'never', schemes: ['basic'] },
   'GET /data': keyOrAdmin(null),
+
+  // The mail flows (section 14): links and codes are the credential; a signed-in user may ask
+  // for its own verification without naming its address.
+  'POST /auth/verify-email/request': {
+    scope: null,
+    members: 'any',
+    anonymous: 'always',
+    schemes: ['basic', 'bearer', 'session'],
+  },
+  'POST /auth/verify-email/confirm': publicRoute,
+  'GET /auth/verify-email': publicRoute,
+  'POST /auth/password-reset/request': publicRoute,
+  'POST /auth/password-reset/confirm': publicRoute,
+  'GET /auth/password-reset': publicRoute,
+  // The outbox holds unsent links: reading it is as strong as setting passwords.
+  'GET /mail': keyOrAdmin('users:write'),
+  'GET /mail/:id': keyOrAdmin('users:write'),
+  'POST /mail/:id/resend': keyOrAdmin('users:write'),
   'POST /api-keys': keyOrAdmin('keys:write'),
   'GET /api-keys': keyOrAdmin('keys:write'),
   'DELETE /api-keys/:id': keyOrAdmin('keys:write'),

@@ -11,6 +11,8 @@ export interface User {
   updated_at: string
   /** `member` or `admin` (auth/access.ts). */
   role: Role
+  /** When the user followed a verification link sent to `email`; null until then. */
+  email_verified_at: string | null
   /** The ids of the groups the user is in, in id order. */
   groups: number[]
 }
@@ -76,6 +78,7 @@ export function toView(user: UserRecord): User {
     created_at: user.created_at,
     updated_at: user.updated_at,
     role: user.role,
+    email_verified_at: user.email_verified_at,
     groups: user.groups,
   }
 }

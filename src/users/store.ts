@@ -1,3 +1,4 @@
+import { type AccountTokenWrites, TOKEN_FLOWS } from '../accounts/tokens'
 import type { Role } from '../auth/access'
 import type { CredentialWrites } from '../auth/sessions'
 import { UniqueViolation } from '../db/conflict'
@@ -41,6 +42,11 @@ export interface UserWrites {
   remove(id: number, guard: WriteGuard): Promise<void>
   /** The id of the user with this email (without regard to case). */
   idByEmail(email: string): Promise<number | null>
+  /**
+   * Marks the address verified when the user's address is still `email`; null when it is not
+   * (or there is no such user).
+   */
+  verifyEmail(id: number, email: string): Promise<UserRecord | null>
 }
 
 /** Users: reads see committed data only. */
@@ -52,7 +58,9 @@ export interface UserStore extends UserWrites {
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
   /** id and password hash by email, compared without regard to case (for sign-in). */
-  byEmail(email: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
+  byEmail(
+    email: string,
+  ): Promise<{ id: number; passwordHash: string | null; role: Role; verified: boolean } | null>
   /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
   withPasswordHash(
     userId: number,
@@ -90,6 +98,11 @@ export interface UserWriteRows {
   remove(id: number, guard: WriteGuard): Promise<void>
   idByEmailKey(key: string): Promise<number | null>
   /**
+   * Marks the user's address verified, when it is still `email` (compared without regard to
+   * case): a link sent to an address the user has since left verifies nothing (null).
+   */
+  verifyEmail(id: number, email: string): Promise<UserRecord | null>
+  /**
    * Serialises the units that take an admin away, until this unit ends (PostgreSQL: a
    * transaction advisory lock; SQLite's single writer does it already), so two admins demoting
    * each other at once cannot both count the other as the admin who remains. Taken after the
@@ -101,6 +114,8 @@ export interface UserWriteRows {
    * there is no such user.
    */
   lockRole(id: number): Promise<Role | null>
+  /** The user's address, its row locked until this unit ends; null when there is no such user. */
+  lockEmail(id: number): Promise<string | null>
   /** How many admins there are, as this unit sees them. */
   countAdmins(): Promise<number>
 }
@@ -112,7 +127,9 @@ export interface UserRows extends UserWriteRows {
   /** The v2 list: runs search.ts's plan (runSearch) over one snapshot. */
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
-  byEmailKey(key: string): Promise<{ id: number; passwordHash: string | null; role: Role } | null>
+  byEmailKey(
+    key: string,
+  ): Promise<{ id: number; passwordHash: string | null; role: Role; verified: boolean } | null>
   withPasswordHash(
     userId: number,
   ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
@@ -133,6 +150,7 @@ export function userWrites(
   rows: UserWriteRows,
   credentials: CredentialWrites,
   memberships: MembershipWrites,
+  tokens: Pick<AccountTokenWrites, 'revoke'>,
   now: () => Date,
 ): UserWrites {
   return {
@@ -140,14 +158,22 @@ export function userWrites(
     async update(id, changes, guard) {
       const roleChanges =
         changes.role !== undefined && (await changesRole(rows, id, changes.role, guard))
+      const emailBefore = changes.email === undefined ? null : await rows.lockEmail(id)
       const effective = roleChanges ? changes : { ...changes, role: undefined }
       const user = await uniqueEmail(changes.email, rows.update(id, effective, guard))
       // A new password or role: every session and token of the user ends (section 12).
       if (changes.passwordHash !== undefined || roleChanges) {
         await credentials.revokeAllForUser(id)
       }
+      // A new password or address ends the links mailed before it (section 14): a reset link
+      // in an old mailbox must not outlive the change.
+      const emailChanged = emailBefore !== null && emailKey(emailBefore) !== emailKey(user.email)
+      if (changes.passwordHash !== undefined || emailChanged) {
+        await tokens.revoke(id, TOKEN_FLOWS, now().getTime())
+      }
       return user
     },
+    verifyEmail: (id, email) => rows.verifyEmail(id, email),
     async remove(id, guard) {
       // Only an admin's deletion waits for the roles lock: a member's takes no admin away.
       if ((await rows.lockRole(id)) === 'admin') await keepAnAdmin(rows, id)
@@ -199,11 +225,14 @@ export function createUserStore(
   return {
     create: (input) => uniqueEmail(input.email, rows.insert(input)),
     update: (id, changes, guard) =>
-      changes.passwordHash === undefined && changes.role === undefined
+      changes.passwordHash === undefined &&
+      changes.role === undefined &&
+      changes.email === undefined
         ? uniqueEmail(changes.email, rows.update(id, changes, guard))
         : transaction((tx) => tx.users.update(id, changes, guard)),
     remove: (id, guard) => transaction((tx) => tx.users.remove(id, guard)),
     idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
+    verifyEmail: (id, email) => rows.verifyEmail(id, email),
     get: (id) => rows.get(id),
     list: (request) => rows.page(request),
     search: (request) => rows.search(request),

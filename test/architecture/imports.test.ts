@@ -77,10 +77,20 @@ const LAYERS = {
   backends: { places: ['backends'], uses: ['domain', 'drivers', 'base'] },
   http: { places: ['http'], uses: ['base'] },
   domain: {
-    places: ['auth', 'users', 'groups', 'uploads', 'webhooks', 'idempotency', 'health'],
+    places: [
+      'auth',
+      'users',
+      'groups',
+      'accounts',
+      'mail',
+      'uploads',
+      'webhooks',
+      'idempotency',
+      'health',
+    ],
     uses: ['drivers', 'base'],
   },
-  drivers: { places: ['storage'], uses: ['base'] },
+  drivers: { places: ['storage', 'smtp'], uses: ['base'] },
   base: {
     places: [
       'errors',

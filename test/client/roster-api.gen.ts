@@ -241,6 +241,183 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/verify-email/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a verification link
+         * @description Signed in, with no body: to the user’s own address. Without signing in, `{ email }`. 202 the same way whether or not the address has an account or is verified already. At most 5 messages an hour to one address and 20 requests an hour from one client (429 with Retry-After). The link opens `/auth/verify-email?token=…` and lasts 7 days.
+         */
+        post: operations["postAuthVerify-emailRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/verify-email/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an address
+         * @description Spends the token of a verification link and answers the user, `email_verified_at` set. A token works once (400 TOKEN_USED after), lasts 7 days (TOKEN_EXPIRED), and ends when the address or the password changes.
+         */
+        post: operations["postAuthVerify-emailConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password-reset/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a password-reset link
+         * @description 202 the same way, in the same time, whether or not the address has an account. At most 5 messages an hour to one address and 20 requests an hour from one client (429 with Retry-After). The link opens `/auth/password-reset?token=…` and lasts 15 minutes.
+         */
+        post: operations["postAuthPassword-resetRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link
+         * @description Spends the token and sets the password: every session and token of the account ends, and so do the other links mailed to it. Following the link proves the mailbox, so the address counts as verified. Answers the user.
+         */
+        post: operations["postAuthPassword-resetConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page a verification link opens
+         * @description HTML. Opening it changes nothing; its button confirms.
+         */
+        get: operations["getAuthVerify-email"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page a password-reset link opens
+         * @description HTML. Asks for the new password and confirms with it.
+         */
+        get: operations["getAuthPassword-reset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The mail outbox (users:write)
+         * @description Newest first, paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
+         */
+        get: operations["getMail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mail/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One message of the outbox (users:write) */
+        get: operations["getMailById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mail/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed message again (users:write)
+         * @description Makes a failed message pending with a fresh count of attempts; 202 with the message as it stands (the attempt runs right after, when --smtp-url is set). 409 when it is pending, sent or suppressed. It keeps its Message-ID.
+         */
+        post: operations["postMailByIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/groups": {
         parameters: {
             query?: never;
@@ -765,6 +942,183 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/verify-email/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a verification link
+         * @description Signed in, with no body: to the user’s own address. Without signing in, `{ email }`. 202 the same way whether or not the address has an account or is verified already. At most 5 messages an hour to one address and 20 requests an hour from one client (429 with Retry-After). The link opens `/auth/verify-email?token=…` and lasts 7 days.
+         */
+        post: operations["postV2AuthVerify-emailRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/verify-email/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm an address
+         * @description Spends the token of a verification link and answers the user, `email_verified_at` set. A token works once (400 TOKEN_USED after), lasts 7 days (TOKEN_EXPIRED), and ends when the address or the password changes.
+         */
+        post: operations["postV2AuthVerify-emailConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/password-reset/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a password-reset link
+         * @description 202 the same way, in the same time, whether or not the address has an account. At most 5 messages an hour to one address and 20 requests an hour from one client (429 with Retry-After). The link opens `/auth/password-reset?token=…` and lasts 15 minutes.
+         */
+        post: operations["postV2AuthPassword-resetRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with a reset link
+         * @description Spends the token and sets the password: every session and token of the account ends, and so do the other links mailed to it. Following the link proves the mailbox, so the address counts as verified. Answers the user.
+         */
+        post: operations["postV2AuthPassword-resetConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page a verification link opens
+         * @description HTML. Opening it changes nothing; its button confirms.
+         */
+        get: operations["getV2AuthVerify-email"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page a password-reset link opens
+         * @description HTML. Asks for the new password and confirms with it.
+         */
+        get: operations["getV2AuthPassword-reset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/mail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The mail outbox (users:write)
+         * @description Newest first, paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
+         */
+        get: operations["getV2Mail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/mail/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One message of the outbox (users:write) */
+        get: operations["getV2MailById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/mail/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed message again (users:write)
+         * @description Makes a failed message pending with a fresh count of attempts; 202 with the message as it stands (the attempt runs right after, when --smtp-url is set). 409 when it is pending, sent or suppressed. It keeps its Message-ID.
+         */
+        post: operations["postV2MailByIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/groups": {
         parameters: {
             query?: never;
@@ -1112,7 +1466,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1136,7 +1490,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1160,7 +1514,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1205,7 +1559,7 @@ export interface operations {
                         disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1229,7 +1583,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1253,7 +1607,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1287,7 +1641,7 @@ export interface operations {
                         disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1334,7 +1688,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1358,7 +1712,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1382,7 +1736,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1421,7 +1775,7 @@ export interface operations {
                         };
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1445,7 +1799,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1469,7 +1823,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1497,7 +1851,7 @@ export interface operations {
                         };
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1544,7 +1898,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1568,7 +1922,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1592,7 +1946,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1616,7 +1970,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1640,7 +1994,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1664,7 +2018,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1688,7 +2042,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1736,6 +2090,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         }[];
@@ -1756,7 +2112,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1780,7 +2136,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1804,7 +2160,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1828,7 +2184,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1852,7 +2208,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1876,7 +2232,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1900,7 +2256,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -1967,6 +2323,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -1981,7 +2339,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2005,7 +2363,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2029,7 +2387,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2053,7 +2411,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2077,7 +2435,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2101,7 +2459,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2125,7 +2483,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2149,7 +2507,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2173,7 +2531,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2197,7 +2555,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2221,7 +2579,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2270,6 +2628,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -2291,7 +2651,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2315,7 +2675,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2339,7 +2699,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2363,7 +2723,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2387,7 +2747,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2411,7 +2771,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2435,7 +2795,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2486,6 +2846,8 @@ export interface operations {
                     role?: "member" | "admin";
                     /** @description Ignored: memberships change through /groups/{id}/members/{userId}. */
                     groups?: number[];
+                    /** @description Ignored: an address is verified by following the link mailed to it. */
+                    email_verified_at?: string | null;
                     /** @description Ignored when it matches the record. */
                     id?: number;
                     /** @description Ignored when it matches the record. */
@@ -2514,6 +2876,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -2528,7 +2892,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2552,7 +2916,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2576,7 +2940,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2600,7 +2964,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2624,7 +2988,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2648,7 +3012,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2672,7 +3036,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2696,7 +3060,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2720,7 +3084,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2744,7 +3108,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2768,7 +3132,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2792,7 +3156,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2816,7 +3180,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2869,7 +3233,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2893,7 +3257,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2917,7 +3281,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2941,7 +3305,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2965,7 +3329,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -2989,7 +3353,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3013,7 +3377,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3037,7 +3401,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3061,7 +3425,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3132,6 +3496,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -3146,7 +3512,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3170,7 +3536,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3194,7 +3560,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3218,7 +3584,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3242,7 +3608,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3266,7 +3632,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3290,7 +3656,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3314,7 +3680,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3338,7 +3704,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3362,7 +3728,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3386,7 +3752,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3410,7 +3776,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3434,7 +3800,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3504,6 +3870,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         };
@@ -3524,7 +3892,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3548,7 +3916,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3572,7 +3940,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3596,7 +3964,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3620,7 +3988,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3644,7 +4012,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3668,7 +4036,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3692,7 +4060,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3716,7 +4084,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3740,7 +4108,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3782,7 +4150,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3806,7 +4174,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3830,7 +4198,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3854,7 +4222,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3878,7 +4246,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3902,7 +4270,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3926,7 +4294,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -3970,6 +4338,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -3984,7 +4354,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4008,7 +4378,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4032,7 +4402,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4056,7 +4426,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4080,7 +4450,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4104,7 +4474,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4151,6 +4521,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         };
@@ -4166,7 +4538,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4190,7 +4562,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4214,7 +4586,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4238,7 +4610,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4262,7 +4634,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4286,7 +4658,2048 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postAuthVerify-emailRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description No body (or `{}`) for the signed-in user; `{ email }` for an account that cannot sign in before it is verified (--require-verified-email). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example If the address belongs to an account, a message is on its way. */
+                        message: string;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postAuthVerify-emailConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 1 */
+                        id: number;
+                        /** @example Ada Lovelace */
+                        name: string;
+                        /** @example ada@example.com */
+                        email: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
+                        /** @description The ids of the groups the user is in, in id order (see /groups). */
+                        groups: number[];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postAuthPassword-resetRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The address of the account. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example If the address belongs to an account, a message is on its way. */
+                        message: string;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postAuthPassword-resetConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                    /** @description Write-only: stored as an argon2id hash, never returned. */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 1 */
+                        id: number;
+                        /** @example Ada Lovelace */
+                        name: string;
+                        /** @example ada@example.com */
+                        email: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
+                        /** @description The ids of the groups the user is in, in id order (see /groups). */
+                        groups: number[];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "getAuthVerify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "getAuthPassword-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getMail: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "sent" | "failed" | "suppressed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                            to: string;
+                            subject: string;
+                            /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                            status: "pending" | "sent" | "failed" | "suppressed";
+                            attempts: number;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            sent_at: string | null;
+                            /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                            text: string | null;
+                        }[];
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getMailById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                        to: string;
+                        subject: string;
+                        /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                        status: "pending" | "sent" | "failed" | "suppressed";
+                        attempts: number;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        sent_at: string | null;
+                        /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                        text: string | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    postMailByIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                        to: string;
+                        subject: string;
+                        /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                        status: "pending" | "sent" | "failed" | "suppressed";
+                        attempts: number;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        sent_at: string | null;
+                        /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                        text: string | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4349,7 +6762,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4373,7 +6786,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4397,7 +6810,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4421,7 +6834,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4445,7 +6858,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4469,7 +6882,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4493,7 +6906,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4568,7 +6981,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4592,7 +7005,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4616,7 +7029,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4640,7 +7053,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4664,7 +7077,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4688,7 +7101,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4712,7 +7125,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4736,7 +7149,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4760,7 +7173,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4784,7 +7197,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4808,7 +7221,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4876,7 +7289,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4900,7 +7313,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4924,7 +7337,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4948,7 +7361,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4972,7 +7385,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -4996,7 +7409,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5020,7 +7433,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5105,7 +7518,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5129,7 +7542,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5153,7 +7566,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5177,7 +7590,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5201,7 +7614,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5225,7 +7638,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5249,7 +7662,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5273,7 +7686,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5297,7 +7710,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5321,7 +7734,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5345,7 +7758,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5369,7 +7782,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5393,7 +7806,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5446,7 +7859,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5470,7 +7883,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5494,7 +7907,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5518,7 +7931,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5542,7 +7955,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5566,7 +7979,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5590,7 +8003,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5614,7 +8027,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5638,7 +8051,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5715,7 +8128,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5739,7 +8152,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5763,7 +8176,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5787,7 +8200,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5811,7 +8224,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5835,7 +8248,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5859,7 +8272,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5883,7 +8296,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5907,7 +8320,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5931,7 +8344,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5955,7 +8368,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -5979,7 +8392,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6003,7 +8416,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6062,7 +8475,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6086,7 +8499,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6110,7 +8523,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6134,7 +8547,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6158,7 +8571,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6182,7 +8595,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6206,7 +8619,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6230,7 +8643,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6289,7 +8702,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6313,7 +8726,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6337,7 +8750,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6361,7 +8774,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6385,7 +8798,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6409,7 +8822,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6433,7 +8846,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6457,7 +8870,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6512,7 +8925,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6536,7 +8949,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6560,7 +8973,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6584,7 +8997,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6608,7 +9021,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6632,7 +9045,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6656,7 +9069,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6725,7 +9138,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6749,7 +9162,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6773,7 +9186,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6797,7 +9210,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6821,7 +9234,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6845,7 +9258,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6869,7 +9282,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6893,7 +9306,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6964,7 +9377,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -6988,7 +9401,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7012,7 +9425,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7036,7 +9449,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7060,7 +9473,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7084,7 +9497,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7108,7 +9521,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7132,7 +9545,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7156,7 +9569,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7180,7 +9593,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7230,7 +9643,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7254,7 +9667,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7278,7 +9691,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7302,7 +9715,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7326,7 +9739,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7350,7 +9763,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7374,7 +9787,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7398,7 +9811,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7474,7 +9887,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7498,7 +9911,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7522,7 +9935,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7546,7 +9959,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7570,7 +9983,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7594,7 +10007,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7618,7 +10031,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7642,7 +10055,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7666,7 +10079,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7690,7 +10103,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7714,7 +10127,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7789,7 +10202,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7813,7 +10226,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7837,7 +10250,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7861,7 +10274,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7885,7 +10298,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7909,7 +10322,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -7933,7 +10346,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8000,7 +10413,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8024,7 +10437,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8048,7 +10461,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8072,7 +10485,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8096,7 +10509,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8120,7 +10533,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8144,7 +10557,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8194,7 +10607,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8218,7 +10631,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8242,7 +10655,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8266,7 +10679,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8290,7 +10703,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8314,7 +10727,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8338,7 +10751,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8362,7 +10775,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8422,7 +10835,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8446,7 +10859,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8470,7 +10883,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8501,7 +10914,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8525,7 +10938,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8549,7 +10962,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8573,7 +10986,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8630,7 +11043,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8654,7 +11067,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8678,7 +11091,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8702,7 +11115,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8726,7 +11139,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8750,7 +11163,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8774,7 +11187,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8798,7 +11211,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8822,7 +11235,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8879,7 +11292,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8903,7 +11316,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8927,7 +11340,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8951,7 +11364,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8975,7 +11388,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -8999,7 +11412,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9023,7 +11436,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9047,7 +11460,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9071,7 +11484,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9137,7 +11550,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9161,7 +11574,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9185,7 +11598,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9209,7 +11622,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9233,7 +11646,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9257,7 +11670,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9281,7 +11694,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9305,7 +11718,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9362,7 +11775,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9386,7 +11799,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9410,7 +11823,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9434,7 +11847,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9458,7 +11871,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9482,7 +11895,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9506,7 +11919,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9530,7 +11943,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9554,7 +11967,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9599,7 +12012,7 @@ export interface operations {
                         disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9623,7 +12036,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9647,7 +12060,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9681,7 +12094,7 @@ export interface operations {
                         disk_free_bytes?: number | null;
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9728,7 +12141,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9752,7 +12165,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9776,7 +12189,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9815,7 +12228,7 @@ export interface operations {
                         };
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9839,7 +12252,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9863,7 +12276,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9891,7 +12304,7 @@ export interface operations {
                         };
                         error?: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9938,7 +12351,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9962,7 +12375,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -9986,7 +12399,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10010,7 +12423,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10034,7 +12447,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10058,7 +12471,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10082,7 +12495,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10136,6 +12549,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         }[];
@@ -10159,7 +12574,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10183,7 +12598,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10207,7 +12622,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10231,7 +12646,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10255,7 +12670,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10279,7 +12694,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10303,7 +12718,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10370,6 +12785,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -10384,7 +12801,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10408,7 +12825,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10432,7 +12849,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10456,7 +12873,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10480,7 +12897,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10504,7 +12921,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10528,7 +12945,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10552,7 +12969,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10576,7 +12993,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10600,7 +13017,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10624,7 +13041,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10673,6 +13090,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -10694,7 +13113,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10718,7 +13137,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10742,7 +13161,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10766,7 +13185,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10790,7 +13209,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10814,7 +13233,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10838,7 +13257,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10889,6 +13308,8 @@ export interface operations {
                     role?: "member" | "admin";
                     /** @description Ignored: memberships change through /groups/{id}/members/{userId}. */
                     groups?: number[];
+                    /** @description Ignored: an address is verified by following the link mailed to it. */
+                    email_verified_at?: string | null;
                     /** @description Ignored when it matches the record. */
                     id?: number;
                     /** @description Ignored when it matches the record. */
@@ -10917,6 +13338,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -10931,7 +13354,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10955,7 +13378,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -10979,7 +13402,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11003,7 +13426,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11027,7 +13450,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11051,7 +13474,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11075,7 +13498,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11099,7 +13522,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11123,7 +13546,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11147,7 +13570,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11171,7 +13594,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11195,7 +13618,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11219,7 +13642,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11272,7 +13695,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11296,7 +13719,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11320,7 +13743,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11344,7 +13767,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11368,7 +13791,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11392,7 +13815,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11416,7 +13839,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11440,7 +13863,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11464,7 +13887,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11535,6 +13958,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -11549,7 +13974,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11573,7 +13998,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11597,7 +14022,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11621,7 +14046,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11645,7 +14070,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11669,7 +14094,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11693,7 +14118,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11717,7 +14142,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11741,7 +14166,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11765,7 +14190,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11789,7 +14214,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11813,7 +14238,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11837,7 +14262,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11907,6 +14332,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         };
@@ -11927,7 +14354,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11951,7 +14378,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11975,7 +14402,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -11999,7 +14426,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12023,7 +14450,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12047,7 +14474,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12071,7 +14498,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12095,7 +14522,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12119,7 +14546,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12143,7 +14570,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12185,7 +14612,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12209,7 +14636,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12233,7 +14660,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12257,7 +14684,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12281,7 +14708,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12305,7 +14732,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12329,7 +14756,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12373,6 +14800,8 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                         role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
                         /** @description The ids of the groups the user is in, in id order (see /groups). */
                         groups: number[];
                     };
@@ -12387,7 +14816,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12411,7 +14840,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12435,7 +14864,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12459,7 +14888,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12483,7 +14912,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12507,7 +14936,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12554,6 +14983,8 @@ export interface operations {
                             /** Format: date-time */
                             updated_at: string;
                             role: "member" | "admin";
+                            /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                            email_verified_at: string | null;
                             /** @description The ids of the groups the user is in, in id order (see /groups). */
                             groups: number[];
                         };
@@ -12569,7 +15000,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12593,7 +15024,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12617,7 +15048,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12641,7 +15072,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12665,7 +15096,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12689,7 +15120,2048 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postV2AuthVerify-emailRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description No body (or `{}`) for the signed-in user; `{ email }` for an account that cannot sign in before it is verified (--require-verified-email). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example If the address belongs to an account, a message is on its way. */
+                        message: string;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postV2AuthVerify-emailConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 1 */
+                        id: number;
+                        /** @example Ada Lovelace */
+                        name: string;
+                        /** @example ada@example.com */
+                        email: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
+                        /** @description The ids of the groups the user is in, in id order (see /groups). */
+                        groups: number[];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postV2AuthPassword-resetRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The address of the account. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example If the address belongs to an account, a message is on its way. */
+                        message: string;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "postV2AuthPassword-resetConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                    /** @description Write-only: stored as an argon2id hash, never returned. */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 1 */
+                        id: number;
+                        /** @example Ada Lovelace */
+                        name: string;
+                        /** @example ada@example.com */
+                        email: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        role: "member" | "admin";
+                        /** @description When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes. */
+                        email_verified_at: string | null;
+                        /** @description The ids of the groups the user is in, in id order (see /groups). */
+                        groups: number[];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "getV2AuthVerify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    "getV2AuthPassword-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getV2Mail: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "sent" | "failed" | "suppressed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: number;
+                            flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                            to: string;
+                            subject: string;
+                            /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                            status: "pending" | "sent" | "failed" | "suppressed";
+                            attempts: number;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            sent_at: string | null;
+                            /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                            text: string | null;
+                        }[];
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getV2MailById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                        to: string;
+                        subject: string;
+                        /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                        status: "pending" | "sent" | "failed" | "suppressed";
+                        attempts: number;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        sent_at: string | null;
+                        /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                        text: string | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    postV2MailByIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
+                        to: string;
+                        subject: string;
+                        /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+                        status: "pending" | "sent" | "failed" | "suppressed";
+                        attempts: number;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        sent_at: string | null;
+                        /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+                        text: string | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12752,7 +17224,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12776,7 +17248,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12800,7 +17272,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12824,7 +17296,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12848,7 +17320,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12872,7 +17344,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12896,7 +17368,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12971,7 +17443,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -12995,7 +17467,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13019,7 +17491,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13043,7 +17515,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13067,7 +17539,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13091,7 +17563,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13115,7 +17587,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13139,7 +17611,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13163,7 +17635,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13187,7 +17659,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13211,7 +17683,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13279,7 +17751,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13303,7 +17775,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13327,7 +17799,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13351,7 +17823,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13375,7 +17847,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13399,7 +17871,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13423,7 +17895,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13508,7 +17980,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13532,7 +18004,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13556,7 +18028,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13580,7 +18052,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13604,7 +18076,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13628,7 +18100,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13652,7 +18124,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13676,7 +18148,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13700,7 +18172,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13724,7 +18196,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13748,7 +18220,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13772,7 +18244,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13796,7 +18268,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13849,7 +18321,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13873,7 +18345,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13897,7 +18369,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13921,7 +18393,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13945,7 +18417,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13969,7 +18441,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -13993,7 +18465,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14017,7 +18489,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14041,7 +18513,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14118,7 +18590,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14142,7 +18614,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14166,7 +18638,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14190,7 +18662,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14214,7 +18686,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14238,7 +18710,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14262,7 +18734,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14286,7 +18758,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14310,7 +18782,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14334,7 +18806,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14358,7 +18830,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14382,7 +18854,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14406,7 +18878,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14465,7 +18937,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14489,7 +18961,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14513,7 +18985,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14537,7 +19009,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14561,7 +19033,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14585,7 +19057,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14609,7 +19081,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14633,7 +19105,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14692,7 +19164,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14716,7 +19188,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14740,7 +19212,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14764,7 +19236,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14788,7 +19260,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14812,7 +19284,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14836,7 +19308,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14860,7 +19332,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14915,7 +19387,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14939,7 +19411,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14963,7 +19435,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -14987,7 +19459,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15011,7 +19483,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15035,7 +19507,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15059,7 +19531,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15128,7 +19600,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15152,7 +19624,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15176,7 +19648,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15200,7 +19672,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15224,7 +19696,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15248,7 +19720,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15272,7 +19744,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15296,7 +19768,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15367,7 +19839,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15391,7 +19863,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15415,7 +19887,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15439,7 +19911,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15463,7 +19935,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15487,7 +19959,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15511,7 +19983,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15535,7 +20007,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15559,7 +20031,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15583,7 +20055,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15633,7 +20105,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15657,7 +20129,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15681,7 +20153,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15705,7 +20177,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15729,7 +20201,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15753,7 +20225,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15777,7 +20249,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15801,7 +20273,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15877,7 +20349,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15901,7 +20373,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15925,7 +20397,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15949,7 +20421,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15973,7 +20445,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -15997,7 +20469,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16021,7 +20493,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16045,7 +20517,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16069,7 +20541,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16093,7 +20565,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16117,7 +20589,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16192,7 +20664,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16216,7 +20688,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16240,7 +20712,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16264,7 +20736,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16288,7 +20760,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16312,7 +20784,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16336,7 +20808,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16403,7 +20875,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16427,7 +20899,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16451,7 +20923,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16475,7 +20947,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16499,7 +20971,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16523,7 +20995,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16547,7 +21019,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16597,7 +21069,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16621,7 +21093,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16645,7 +21117,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16669,7 +21141,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16693,7 +21165,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16717,7 +21189,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16741,7 +21213,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16765,7 +21237,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16825,7 +21297,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16849,7 +21321,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16873,7 +21345,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16904,7 +21376,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16928,7 +21400,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16952,7 +21424,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -16976,7 +21448,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17033,7 +21505,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17057,7 +21529,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17081,7 +21553,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17105,7 +21577,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17129,7 +21601,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17153,7 +21625,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17177,7 +21649,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17201,7 +21673,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17225,7 +21697,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17282,7 +21754,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17306,7 +21778,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17330,7 +21802,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17354,7 +21826,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17378,7 +21850,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17402,7 +21874,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17426,7 +21898,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17450,7 +21922,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17474,7 +21946,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17540,7 +22012,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17564,7 +22036,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17588,7 +22060,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17612,7 +22084,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17636,7 +22108,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17660,7 +22132,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17684,7 +22156,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17708,7 +22180,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17765,7 +22237,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17789,7 +22261,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17813,7 +22285,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17837,7 +22309,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17861,7 +22333,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17885,7 +22357,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17909,7 +22381,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17933,7 +22405,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;
@@ -17957,7 +22429,7 @@ export interface operations {
                     "application/json": {
                         error: {
                             /** @enum {string} */
-                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
                             message: string;
                             details: {
                                 field: string;

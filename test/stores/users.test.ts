@@ -68,6 +68,7 @@ describe('users store contract (two instances where the backend is shared)', () 
     expect(Object.keys(page.data[0] as object).sort()).toEqual([
       'created_at',
       'email',
+      'email_verified_at',
       'groups',
       'id',
       'name',
@@ -79,6 +80,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       id: 1,
       passwordHash: 'hash',
       role: 'member',
+      verified: false,
     })
     expect((await env.b.users.withPasswordHash(1))?.passwordHash).toBe('hash')
     expect(await env.b.users.get(99)).toBeNull()

@@ -3,12 +3,14 @@ import type { Config } from '../../config'
 import type { Transaction } from '../../db/unit'
 import { withinMs } from '../../timers'
 import type { Backend, UnitRows } from '../backend'
+import { createPgAccountTokens } from './account-tokens'
 import { createPgApiKeyRows } from './api-keys'
 import { connectPostgres, openPostgres, redactUrl } from './connection'
 import { createPgGroupRows } from './groups'
 import { createPgIdempotencyStore } from './idempotency'
 import { createPgWebhookInbox } from './inbox'
 import { PgLoginFailures } from './login-failures'
+import { createPgMailOutbox } from './mail'
 import { runPgMigrations } from './migrate'
 import { createPgPendingFiles } from './pending-objects'
 import { createPgCredentialRows } from './sessions'
@@ -43,6 +45,7 @@ export async function openPostgresBackend(
     const idempotency = await createPgIdempotencyStore(pool, clock)
     const inbox = createPgWebhookInbox(pool, now)
     const groups = createPgGroupRows(pool)
+    const mail = createPgMailOutbox(pool, now)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -54,6 +57,8 @@ export async function openPostgresBackend(
             inbox: inbox.inUnit(tx),
             groups: groups.inUnit(tx),
             memberships: groups.inUnit(tx),
+            mail: mail.inUnit(tx),
+            accountTokens: createPgAccountTokens(tx),
           }),
         )
         .finally(() => {
@@ -73,6 +78,7 @@ export async function openPostgresBackend(
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,
       inbox,
+      mail,
       pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},

@@ -37,6 +37,7 @@ export const users = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
     role: text('role').notNull().default('member'),
+    emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, precision: 3 }),
   },
   (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
 )
@@ -241,4 +242,53 @@ export const groupMembers = pgTable(
     primaryKey({ columns: [table.groupId, table.userId] }),
     index('group_members_user_idx').on(table.userId, table.groupId),
   ],
+)
+
+export const mailOutbox = pgTable(
+  'mail_outbox',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    messageId: text('message_id').notNull().unique('mail_outbox_message_id_unique'),
+    flow: text('flow').notNull(),
+    toAddress: text('to_address').notNull(),
+    /** The address lower-cased, as users' `email_key`: the per-address limit counts by it. */
+    toKey: text('to_key').notNull(),
+    /** Who asked for it (the per-IP limit); null for mail no request asked for. */
+    clientIp: text('client_ip'),
+    subject: text('subject').notNull(),
+    textBody: text('text_body'),
+    htmlBody: text('html_body'),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    createdAt: text('created_at').notNull(),
+    sentAt: text('sent_at'),
+    nextAttemptAt: epochMs('next_attempt_at'),
+    /** Claimed by one instance's worker until then (`FOR UPDATE SKIP LOCKED`). */
+    leaseUntil: epochMs('lease_until'),
+  },
+  (table) => [
+    index('mail_outbox_due_idx').on(table.nextAttemptAt),
+    index('mail_outbox_to_key_idx').on(table.toKey, table.createdAt),
+    index('mail_outbox_client_ip_idx').on(table.clientIp, table.createdAt),
+  ],
+)
+
+export const accountTokens = pgTable(
+  'account_tokens',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    flow: text('flow').notNull(),
+    tokenHash: text('token_hash').notNull().unique('account_tokens_token_hash_unique'),
+    codeHash: text('code_hash'),
+    email: text('email').notNull(),
+    tries: integer('tries').notNull().default(0),
+    createdAt: epochMs('created_at').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+    usedAt: epochMs('used_at'),
+  },
+  (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
 )

@@ -29,7 +29,9 @@ const EXPORT_BATCH = 1000
 const ROLES_LOCK = 0x726f6c65
 // A user's groups come with it, in the same statement.
 const GROUPS = `coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
-const VIEW_COLUMNS = `id, name, email, created_at, updated_at, role, ${GROUPS}`
+// Shown as the API shows every timestamp (ISO 8601, milliseconds, Z), converted by PostgreSQL.
+const VERIFIED = `to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at`
+const VIEW_COLUMNS = `id, name, email, created_at, updated_at, role, ${VERIFIED}, ${GROUPS}`
 
 // Ids are `integer` columns; a client's id (up to 2^53-1) is compared as int8, so one beyond
 // 2^31-1 finds nothing instead of failing the statement.
@@ -62,7 +64,7 @@ function createPgUserWriteRows(
           INSERT INTO users (name, email, email_key, password_hash, role, created_at, updated_at)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
                   ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
-          RETURNING id, name, email, created_at, updated_at, role, version, '[]'::json AS groups`,
+          RETURNING id, name, email, created_at, updated_at, role, NULL::text AS email_verified_at, version, '[]'::json AS groups`,
       )
       return withIsoTimestamps(created as Stored<UserRecord>)
     },
@@ -79,10 +81,13 @@ function createPgUserWriteRows(
               email_key = coalesce(${email === null ? null : emailKey(email)}::text, email_key),
               password_hash = coalesce(${changes.passwordHash ?? null}::text, password_hash),
               role = coalesce(${changes.role ?? null}::text, role),
+              -- A new address is not verified yet (the email-change flow verifies it after).
+              email_verified_at = CASE WHEN ${email === null ? null : emailKey(email)}::text <> email_key
+                THEN NULL ELSE email_verified_at END,
               version = version + 1,
               updated_at = ${now().toISOString()}
             WHERE id = ${id}::int8
-            RETURNING id, name, email, created_at, updated_at, role, version,
+            RETURNING id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
               coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`,
         )
         return withIsoTimestamps(updated as Stored<UserRecord>)
@@ -100,6 +105,23 @@ function createPgUserWriteRows(
       const [row] = await q<{ id: number }[]>`
         SELECT id FROM users WHERE email_key = ${lookupText(key)}`
       return row?.id ?? null
+    },
+
+    async verifyEmail(id, email) {
+      const at = now().toISOString()
+      const [row] = await q<Stored<UserRecord>[]>`
+        UPDATE users SET email_verified_at = ${at}::timestamptz, version = version + 1,
+          updated_at = ${at}
+        WHERE id = ${id}::int8 AND email_key = ${lookupText(emailKey(email))}
+        RETURNING id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
+          coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
+      return row === undefined ? null : withIsoTimestamps(row)
+    },
+
+    async lockEmail(id) {
+      const [row] = await q<{ email: string }[]>`
+        SELECT email FROM users WHERE id = ${id}::int8 FOR UPDATE`
+      return row?.email ?? null
     },
 
     async lockRoles() {
@@ -134,7 +156,7 @@ export function createPgUserRows(
 
     async get(id) {
       const [row] = await pool<Stored<UserRecord>[]>`
-        SELECT id, name, email, created_at, updated_at, role, version,
+        SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
         FROM users WHERE id = ${id}::int8`
       return row === undefined ? null : withIsoTimestamps(row)
@@ -146,7 +168,7 @@ export function createPgUserRows(
       const rows = await pool<(Stored<User> & { total: string })[]>`
         WITH counted AS (SELECT count(*) AS total FROM users)
         SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
-          SELECT id, name, email, created_at, updated_at, role,
+          SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
             coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
           FROM users
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}
@@ -154,13 +176,14 @@ export function createPgUserRows(
       const total = Number(rows[0]?.total ?? 0)
       const data = rows
         .filter((row) => row.id !== null)
-        .map(({ id, name, email, created_at, updated_at, role, groups }) => ({
+        .map(({ id, name, email, created_at, updated_at, role, email_verified_at, groups }) => ({
           id,
           name,
           email,
           created_at: created_at.toISOString(),
           updated_at: updated_at.toISOString(),
           role,
+          email_verified_at,
           groups,
         }))
       return { data, total }
@@ -177,16 +200,19 @@ export function createPgUserRows(
     count: () => countOf(pool`SELECT count(*)::int AS n FROM users`),
 
     async byEmailKey(key) {
-      const [row] = await pool<{ id: number; password_hash: string | null; role: Role }[]>`
-        SELECT id, password_hash, role FROM users WHERE email_key = ${lookupText(key)}`
+      const [row] = await pool<
+        { id: number; password_hash: string | null; role: Role; verified: boolean }[]
+      >`
+        SELECT id, password_hash, role, email_verified_at IS NOT NULL AS verified
+        FROM users WHERE email_key = ${lookupText(key)}`
       return row === undefined
         ? null
-        : { id: row.id, passwordHash: row.password_hash, role: row.role }
+        : { id: row.id, passwordHash: row.password_hash, role: row.role, verified: row.verified }
     },
 
     async withPasswordHash(userId) {
       const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
-        SELECT id, name, email, created_at, updated_at, role, version, password_hash,
+        SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, password_hash,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
         FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null

@@ -5,6 +5,7 @@ import { DatabaseOpenError } from '../../db/errors'
 import type { Transaction } from '../../db/unit'
 import type { Logger } from '../../log'
 import type { Backend, UnitRows } from '../backend'
+import { createSqliteAccountTokens } from './account-tokens'
 import { createSqliteApiKeyRows } from './api-keys'
 import {
   DatabaseLostError,
@@ -16,6 +17,7 @@ import {
 import { createSqliteGroupRows } from './groups'
 import { createSqliteIdempotencyStore } from './idempotency'
 import { createSqliteWebhookInbox } from './inbox'
+import { createSqliteMailOutbox } from './mail'
 import { runMigrations } from './migrate'
 import { createSqliteCredentialRows } from './sessions'
 import { createSqliteUploadRecords } from './uploads'
@@ -66,6 +68,7 @@ export function openSqliteBackend(
   const uploadRecords = createSqliteUploadRecords(store, now)
   const inbox = createSqliteWebhookInbox(store, now)
   const groups = createSqliteGroupRows(store)
+  const mail = createSqliteMailOutbox(store, now)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
     users: users.inUnit,
@@ -74,6 +77,8 @@ export function openSqliteBackend(
     inbox: inbox.inUnit,
     groups: groups.inUnit,
     memberships: groups.inUnit,
+    mail: mail.inUnit,
+    accountTokens: createSqliteAccountTokens(store),
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -89,6 +94,7 @@ export function openSqliteBackend(
     loginFailures: new MemoryLoginFailures(),
     uploadRecords,
     inbox,
+    mail,
     pendingFiles: null,
     transaction,
     flush: () => writes.flush(),

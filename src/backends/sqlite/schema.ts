@@ -20,6 +20,8 @@ export const users = sqliteTable(
     updatedAt: text('updated_at').notNull(),
     /** `member` or `admin` (auth/access.ts); existing users became members. */
     role: text('role').notNull().default('member'),
+    /** When the user proved it reads mail at `email` (CONTRACT section 14); null until then. */
+    emailVerifiedAt: text('email_verified_at'),
   },
   // The admins, found without reading every user (the last-admin rule counts them).
   (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
@@ -216,4 +218,66 @@ export const groupMembers = sqliteTable(
     // A user's groups, in id order, from the index alone.
     index('group_members_user_idx').on(table.userId, table.groupId),
   ],
+)
+
+/**
+ * Mail waiting to be sent, and what became of it (CONTRACT section 14). A message is written in
+ * the unit of work of the change that causes it, so none is lost and none is made twice; the
+ * worker sends what is due and records the outcome. `message_id` is the Message-ID header,
+ * fixed when the message is written, so a receiver can tell a resend from a new message. Once
+ * a message is sent its bodies are cleared (they carry single-use links).
+ */
+export const mailOutbox = sqliteTable(
+  'mail_outbox',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    messageId: text('message_id').notNull().unique('mail_outbox_message_id_unique'),
+    flow: text('flow').notNull(),
+    toAddress: text('to_address').notNull(),
+    /** The address lower-cased, as users' `email_key`: the per-address limit counts by it. */
+    toKey: text('to_key').notNull(),
+    /** Who asked for it (the per-IP limit); null for mail no request asked for. */
+    clientIp: text('client_ip'),
+    subject: text('subject').notNull(),
+    textBody: text('text_body'),
+    htmlBody: text('html_body'),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    createdAt: text('created_at').notNull(),
+    sentAt: text('sent_at'),
+    /** Set while the message waits for a first or a further attempt (epoch ms). */
+    nextAttemptAt: integer('next_attempt_at'),
+    /** Until when the worker that claimed the message may send it (epoch ms). */
+    leaseUntil: integer('lease_until'),
+  },
+  (table) => [
+    index('mail_outbox_due_idx').on(table.nextAttemptAt),
+    index('mail_outbox_to_key_idx').on(table.toKey, table.createdAt),
+    index('mail_outbox_client_ip_idx').on(table.clientIp, table.createdAt),
+  ],
+)
+
+/**
+ * The single-use tokens of the mail flows: only the SHA-256 of each is kept (and of a magic
+ * link's 6-digit code, with its tries), so a copy of the database signs nobody in.
+ */
+export const accountTokens = sqliteTable(
+  'account_tokens',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    flow: text('flow').notNull(),
+    tokenHash: text('token_hash').notNull().unique('account_tokens_token_hash_unique'),
+    codeHash: text('code_hash'),
+    /** The address the token was sent to (an email change's new address). */
+    email: text('email').notNull(),
+    tries: integer('tries').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    usedAt: integer('used_at'),
+  },
+  (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
 )

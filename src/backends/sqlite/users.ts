@@ -30,7 +30,7 @@ import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
 
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role'
+const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role, email_verified_at'
 const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
 const GROUPS_JSON = `(SELECT json_group_array(group_id) FROM
   (SELECT group_id FROM group_members WHERE user_id = users.id ORDER BY group_id)) AS groups`
@@ -43,6 +43,7 @@ const recordColumns = {
   created_at: users.createdAt,
   updated_at: users.updatedAt,
   role: users.role,
+  email_verified_at: users.emailVerifiedAt,
   version: users.version,
 }
 
@@ -75,6 +76,9 @@ export function createSqliteUserRows(
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
   )
+  const emailById = writer.query<{ email: string }, [number]>(
+    'SELECT email FROM users WHERE id = ?',
+  )
   const roleById = writer.query<{ role: Role }, [number]>('SELECT role FROM users WHERE id = ?')
   const adminCount = writer.query<{ n: number }, []>(
     "SELECT count(*) AS n FROM users WHERE role = 'admin'",
@@ -87,9 +91,15 @@ export function createSqliteUserRows(
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
   const byEmailKey = sqlite.query<
-    { id: number; password_hash: string | null; role: Role },
+    { id: number; password_hash: string | null; role: Role; verified: number },
     [string]
-  >('SELECT id, password_hash, role FROM users WHERE email_key = ?')
+  >(
+    'SELECT id, password_hash, role, email_verified_at IS NOT NULL AS verified FROM users WHERE email_key = ?',
+  )
+  const verify = writer.query<Omit<UserRecord, 'groups'>, [string, number, string]>(
+    `UPDATE users SET email_verified_at = ?1, version = version + 1, updated_at = ?1
+     WHERE id = ?2 AND email_key = ?3 RETURNING ${RECORD_COLUMNS}`,
+  )
   const replaceHash = writer.query(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
@@ -136,6 +146,8 @@ export function createSqliteUserRows(
         emailKey: keep(users.emailKey, 'emailKey'),
         passwordHash: keep(users.passwordHash, 'passwordHash'),
         role: keep(users.role, 'role'),
+        // A new address is not verified yet (the email-change flow verifies it after).
+        emailVerifiedAt: sql`CASE WHEN ${sql.placeholder('emailKey')} <> ${users.emailKey} THEN NULL ELSE ${users.emailVerifiedAt} END`,
         version: sql`${users.version} + 1`,
         updatedAt: sql`${sql.placeholder('at')}`,
       })
@@ -195,6 +207,12 @@ export function createSqliteUserRows(
       })
     },
 
+    verifyEmail(id: number, email: string): UserRecord | null {
+      const verified = verify.get(now().toISOString(), id, emailKey(email))
+      if (verified === null) return null
+      return { ...verified, groups: currentGroups.all(id).map((row) => row.group_id) }
+    },
+
     remove(id: number, guard: WriteGuard): void {
       transaction(() => {
         checkGuard(currentById.get(id), guard)
@@ -207,6 +225,7 @@ export function createSqliteUserRows(
   const roles = {
     lockRoles: () => Promise.resolve(),
     lockRole: (id: number) => settle(() => roleById.get(id)?.role ?? null),
+    lockEmail: (id: number) => settle(() => emailById.get(id)?.email ?? null),
     countAdmins: () => settle(() => adminCount.get()?.n ?? 0),
   }
 
@@ -217,11 +236,13 @@ export function createSqliteUserRows(
       insert: (input) => settle(() => inWrite.insert(input)),
       update: (id, changes, guard) => settle(() => inWrite.update(id, changes, guard)),
       remove: (id, guard) => settle(() => inWrite.remove(id, guard)),
+      verifyEmail: (id, email) => settle(() => inWrite.verifyEmail(id, email)),
       idByEmailKey: (key) => settle(() => currentByEmailKey.get(key)?.id ?? null),
     },
     insert: (input) => writes.run(() => inWrite.insert(input)),
     update: (id, changes, guard) => writes.run(() => inWrite.update(id, changes, guard)),
     remove: (id, guard) => writes.run(() => inWrite.remove(id, guard)),
+    verifyEmail: (id, email) => writes.run(() => inWrite.verifyEmail(id, email)),
     idByEmailKey: (key) => settle(() => byEmailKey.get(key)?.id ?? null),
     get: (id) =>
       settle(() => {
@@ -234,7 +255,14 @@ export function createSqliteUserRows(
     byEmailKey: (key) =>
       settle(() => {
         const row = byEmailKey.get(key)
-        return row === null ? null : { id: row.id, passwordHash: row.password_hash, role: row.role }
+        return row === null
+          ? null
+          : {
+              id: row.id,
+              passwordHash: row.password_hash,
+              role: row.role,
+              verified: row.verified === 1,
+            }
       }),
     withPasswordHash: (userId) =>
       settle(() => {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { UserView } from '../users/schema'
+import { EmailFormat, Password, UserView } from '../users/schema'
 
 const Identifier = t.String({
   maxLength: 254,
@@ -32,3 +32,38 @@ export const LoginAnswer = t.Object({
 })
 
 export const SecureAnswer = t.Object({ authenticated: t.Literal(true), user: UserView })
+
+/** A token from a link roster mailed: `rat_` and 43 characters; anything longer is not one. */
+const Token = t.String({
+  minLength: 1,
+  maxLength: 128,
+  error: 'must be the token from the link (rat_…)',
+  description: 'The `token` of the link in the message (`…?token=rat_…`).',
+})
+
+export const EmailRequest = t.Object(
+  { email: EmailFormat },
+  { additionalProperties: false, description: 'The address of the account.' },
+)
+
+export const VerificationRequest = t.Object(
+  { email: t.Optional(EmailFormat) },
+  {
+    additionalProperties: false,
+    description:
+      'No body (or `{}`) for the signed-in user; `{ email }` for an account that cannot sign in before it is verified (--require-verified-email).',
+  },
+)
+
+export const TokenConfirmation = t.Object({ token: Token }, { additionalProperties: false })
+
+export const PasswordResetConfirmation = t.Object(
+  { token: Token, password: Password },
+  { additionalProperties: false },
+)
+
+export const Accepted = t.Object({
+  message: t.String({
+    examples: ['If the address belongs to an account, a message is on its way.'],
+  }),
+})

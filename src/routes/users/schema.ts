@@ -37,14 +37,14 @@ const Name = t.String({
   examples: ['Ada Lovelace'],
 })
 
-const EmailFormat = t.String({
+export const EmailFormat = t.String({
   format: 'email',
   maxLength: MAX_EMAIL_LENGTH,
   error: FIELD_RULES.email,
   examples: ['ada@example.com'],
 })
 
-const Password = t.String({
+export const Password = t.String({
   minLength: MIN_PASSWORD_LENGTH,
   maxLength: MAX_PASSWORD_LENGTH,
   error: FIELD_RULES.password,
@@ -82,6 +82,11 @@ export const ReplaceUserBody = t.Object(
         description: 'Ignored: memberships change through /groups/{id}/members/{userId}.',
       }),
     ),
+    email_verified_at: t.Optional(
+      t.Union([t.String(), t.Null()], {
+        description: 'Ignored: an address is verified by following the link mailed to it.',
+      }),
+    ),
     id: t.Optional(Type.Integer({ description: 'Ignored when it matches the record.' })),
     created_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
     updated_at: t.Optional(t.String({ description: 'Ignored when it matches the record.' })),
@@ -112,6 +117,10 @@ export const UserView = t.Object(
     created_at: t.String({ format: 'date-time' }),
     updated_at: t.String({ format: 'date-time' }),
     role: t.Union([t.Literal('member'), t.Literal('admin')]),
+    email_verified_at: t.Union([t.String({ format: 'date-time' }), t.Null()], {
+      description:
+        'When the user followed a verification link mailed to `email` (POST /auth/verify-email/request); null until then, and again after the address changes.',
+    }),
     groups: t.Array(Type.Integer({ minimum: 1 }), {
       description: 'The ids of the groups the user is in, in id order (see /groups).',
     }),

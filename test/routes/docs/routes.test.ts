@@ -60,6 +60,15 @@ describe('/swagger', () => {
       '/webhook',
       '/webhooks/events',
       '/webhooks/events/{id}/retry',
+      '/auth/verify-email',
+      '/auth/verify-email/request',
+      '/auth/verify-email/confirm',
+      '/auth/password-reset',
+      '/auth/password-reset/request',
+      '/auth/password-reset/confirm',
+      '/mail',
+      '/mail/{id}',
+      '/mail/{id}/resend',
     ]
     expect(Object.keys(doc.paths).sort()).toEqual(
       ['/metrics', ...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
@@ -306,9 +315,11 @@ describe('the numbers the document states are the numbers the service keeps', ()
     })
     expect(lists.map((list) => list.path).sort()).toEqual([
       '/api-keys',
+      '/mail',
       '/uploads',
       '/users',
       '/v2/api-keys',
+      '/v2/mail',
       '/v2/uploads',
       '/v2/users',
       '/v2/webhooks/events',

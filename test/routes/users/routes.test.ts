@@ -17,6 +17,7 @@ describe('POST /users', () => {
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: reply.body.created_at,
       role: 'member',
+      email_verified_at: null,
       groups: [],
     })
   })

@@ -556,6 +556,7 @@ describe('a restart', () => {
         id: expect.any(Number),
         passwordHash: null,
         role: 'member',
+        verified: false,
       })
     }
     expect(

@@ -1,0 +1,164 @@
+import type { SQL } from 'bun'
+import {
+  type MailCounter,
+  type MailOutbox,
+  type MailStatus,
+  type MailView,
+  type MailWrites,
+  type NewMail,
+  type OutgoingRow,
+  outgoingOfRow,
+  type SuppressedMail,
+} from '../../mail/outbox'
+import { SMTP_SEND_LIMIT_MS } from '../../smtp/transport'
+import { emailKey } from '../../users/records'
+import { pageOf, type WithTotal } from './page'
+
+/** The PostgreSQL outbox, and its write inside a unit's transaction. */
+export interface PgMailOutbox extends MailOutbox {
+  inUnit(tx: SQL): MailWrites
+}
+
+/**
+ * How long a claimed message is this instance's alone: longer than a send may take
+ * (SMTP_SEND_LIMIT_MS), so no second worker takes it while the first still talks to the mail
+ * server. An instance that dies holding a claim delays the message by at most this much.
+ */
+export const MAIL_LEASE_MS = SMTP_SEND_LIMIT_MS + 15_000
+
+const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_error, created_at,
+  sent_at, text_body AS text`
+
+/**
+ * The outbox in PostgreSQL, shared by every instance's worker: `claimDue` leases due messages
+ * no one holds (`FOR UPDATE SKIP LOCKED`); the outcome ends the lease; a message whose
+ * instance died mid-send is due again once its lease lapses.
+ */
+export function createPgMailOutbox(
+  pool: SQL,
+  now: () => Date,
+  leaseMs = MAIL_LEASE_MS,
+): PgMailOutbox {
+  const enqueue = async (sql: SQL, mail: NewMail) => {
+    const at = now()
+    await sql`
+      INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject,
+        text_body, html_body, status, created_at, next_attempt_at)
+      VALUES (${mail.messageId}, ${mail.flow}, ${mail.to}, ${emailKey(mail.to)}, ${mail.clientIp},
+        ${mail.subject}, ${mail.text}, ${mail.html}, 'pending', ${at.toISOString()}, ${at.getTime()})`
+  }
+  const suppress = async (sql: SQL, mail: SuppressedMail) => {
+    await sql`
+      INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject, status,
+        last_error, created_at)
+      VALUES (${`<suppressed-${crypto.randomUUID()}@roster>`}, ${mail.flow}, ${mail.to},
+        ${emailKey(mail.to)}, ${mail.clientIp}, '', 'suppressed', ${mail.reason},
+        ${now().toISOString()})`
+  }
+  const countSince = async (sql: SQL, counter: MailCounter, since: string) => {
+    const [row] =
+      'toKey' in counter
+        ? await sql<{ count: number; oldest: string | null }[]>`
+            SELECT count(*)::int AS count, min(created_at) AS oldest FROM mail_outbox
+            WHERE to_key = ${counter.toKey} AND created_at >= ${since}`
+        : await sql<{ count: number; oldest: string | null }[]>`
+            SELECT count(*)::int AS count, min(created_at) AS oldest FROM mail_outbox
+            WHERE client_ip = ${counter.clientIp} AND created_at >= ${since}`
+    return row ?? { count: 0, oldest: null }
+  }
+  const writesOf = (sql: SQL) => ({
+    enqueue: (mail: NewMail) => enqueue(sql, mail),
+    suppress: (mail: SuppressedMail) => suppress(sql, mail),
+    countSince: (counter: MailCounter, since: string) => countSince(sql, counter, since),
+  })
+  return {
+    inUnit: writesOf,
+    ...writesOf(pool),
+
+    async claimDue(limit) {
+      const at = now().getTime()
+      const rows = await pool<(OutgoingRow & { due: number })[]>`
+        UPDATE mail_outbox m SET lease_until = ${at + leaseMs}
+        FROM (
+          SELECT id FROM mail_outbox
+          WHERE next_attempt_at <= ${at} AND (lease_until IS NULL OR lease_until <= ${at})
+          ORDER BY next_attempt_at, id LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ) due
+        WHERE m.id = due.id
+        RETURNING m.id, m.message_id, m.to_address, m.subject, m.text_body, m.html_body,
+                  m.attempts, m.next_attempt_at::float8 AS due`
+      // Earliest due first, as the claim chose them (UPDATE … RETURNING keeps no order).
+      rows.sort((a, b) => a.due - b.due || a.id - b.id)
+      return rows.map(outgoingOfRow)
+    },
+
+    async markSent(id) {
+      await pool`
+        UPDATE mail_outbox SET status = 'sent', attempts = attempts + 1, last_error = NULL,
+          sent_at = ${now().toISOString()}, next_attempt_at = NULL, lease_until = NULL,
+          text_body = NULL, html_body = NULL
+        WHERE id = ${id}`
+    },
+
+    async markFailed(id, error, retryAt) {
+      await pool`
+        UPDATE mail_outbox SET status = ${retryAt === null ? 'failed' : 'pending'},
+          attempts = attempts + 1, last_error = ${error.slice(0, 1000)},
+          next_attempt_at = ${retryAt}, lease_until = NULL
+        WHERE id = ${id}`
+    },
+
+    async release(ids) {
+      if (ids.length === 0) return
+      await pool`UPDATE mail_outbox SET lease_until = NULL WHERE id = ANY(${ids}::int[])`
+    },
+
+    async earliestDue() {
+      // A leased message falls due again when its lease lapses (its holder may have died).
+      const [row] = await pool<{ at: number | null }[]>`
+        SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0)))::float8 AS at
+        FROM mail_outbox WHERE next_attempt_at IS NOT NULL`
+      return row?.at ?? null
+    },
+
+    async resend(id) {
+      return await pool.begin(async (tx) => {
+        const [found] = await tx<{ status: MailStatus }[]>`
+          SELECT status FROM mail_outbox WHERE id = ${id} FOR UPDATE`
+        if (found === undefined) return 'missing' as const
+        if (found.status !== 'failed') return 'not-failed' as const
+        const [updated] = await tx.unsafe<MailView[]>(
+          `UPDATE mail_outbox SET status = 'pending', attempts = 0, next_attempt_at = $1
+           WHERE id = $2 RETURNING ${VIEW}`,
+          [now().getTime(), id],
+        )
+        return updated as MailView
+      })
+    },
+
+    async get(id) {
+      const [row] = await pool.unsafe<MailView[]>(`SELECT ${VIEW} FROM mail_outbox WHERE id = $1`, [
+        id,
+      ])
+      return row ?? null
+    },
+
+    async list(request, status) {
+      const filtered = status !== undefined
+      const filter = filtered ? [status] : []
+      return pageOf(
+        await pool.unsafe<WithTotal<MailView>[]>(
+          `SELECT ${VIEW}, (count(*) OVER ())::int AS total FROM mail_outbox
+           ${filtered ? 'WHERE status = $3' : ''} ORDER BY id DESC LIMIT $1 OFFSET $2`,
+          [request.limit, request.offset, ...filter],
+        ),
+        () =>
+          pool.unsafe(
+            `SELECT count(*)::int AS n FROM mail_outbox ${filtered ? 'WHERE status = $1' : ''}`,
+            filter,
+          ),
+      )
+    },
+  }
+}

@@ -1,0 +1,161 @@
+import type { PageRequest } from '../../db/page'
+import {
+  type MailCounter,
+  type MailOutbox,
+  type MailStatus,
+  type MailView,
+  type MailWrites,
+  type NewMail,
+  type OutgoingRow,
+  outgoingOfRow,
+  type SuppressedMail,
+} from '../../mail/outbox'
+import { emailKey } from '../../users/records'
+import type { Store } from './connection'
+import { settle } from './settle'
+
+/** The SQLite outbox, and its write as a unit of work sees it. */
+export interface SqliteMailOutbox extends MailOutbox {
+  readonly inUnit: MailWrites
+}
+
+/** A suppressed row's Message-ID: unique, and never sent. */
+const suppressedId = () => `<suppressed-${crypto.randomUUID()}@roster>`
+
+const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_error, created_at,
+  sent_at, text_body AS text`
+
+/**
+ * The outbox in SQLite: one worker per file, so a claim is a read of committed rows; the
+ * outcomes go through the group commit.
+ */
+export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMailOutbox {
+  const writer = store.db.$client
+  const { reader, writes } = store
+  const insert = writer.query<
+    Record<string, never>,
+    [string, string, string, string, string | null, string, string, string, string, number]
+  >(
+    `INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject, text_body,
+       html_body, status, created_at, next_attempt_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+  )
+  const insertSuppressed = writer.query<
+    Record<string, never>,
+    [string, string, string, string, string | null, string, string]
+  >(
+    `INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject, status,
+       last_error, created_at) VALUES (?, ?, ?, ?, ?, '', 'suppressed', ?, ?)`,
+  )
+  const countTo = writer.query<{ count: number; oldest: string | null }, [string, string]>(
+    `SELECT count(*) AS count, min(created_at) AS oldest FROM mail_outbox
+     WHERE to_key = ? AND created_at >= ?`,
+  )
+  const countFrom = writer.query<{ count: number; oldest: string | null }, [string, string]>(
+    `SELECT count(*) AS count, min(created_at) AS oldest FROM mail_outbox
+     WHERE client_ip = ? AND created_at >= ?`,
+  )
+  const due = reader.query<OutgoingRow, [number, number]>(
+    `SELECT id, message_id, to_address, subject, text_body, html_body, attempts FROM mail_outbox
+     WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+  )
+  const earliest = reader.query<{ at: number | null }, []>(
+    'SELECT min(next_attempt_at) AS at FROM mail_outbox',
+  )
+  const sent = writer.query(
+    `UPDATE mail_outbox SET status = 'sent', attempts = attempts + 1, last_error = NULL,
+       sent_at = ?, next_attempt_at = NULL, text_body = NULL, html_body = NULL WHERE id = ?`,
+  )
+  const failed = writer.query(
+    `UPDATE mail_outbox SET status = CASE WHEN ?1 IS NULL THEN 'failed' ELSE 'pending' END,
+       attempts = attempts + 1, last_error = ?2, next_attempt_at = ?1 WHERE id = ?3`,
+  )
+  const statusOf = writer.query<{ status: MailStatus }, [number]>(
+    'SELECT status FROM mail_outbox WHERE id = ?',
+  )
+  const resend = writer.query<MailView, [number, number]>(
+    `UPDATE mail_outbox SET status = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ?
+     RETURNING ${VIEW}`,
+  )
+  const byId = reader.query<MailView, [number]>(`SELECT ${VIEW} FROM mail_outbox WHERE id = ?`)
+  const page = reader.query<MailView, [number, number]>(
+    `SELECT ${VIEW} FROM mail_outbox ORDER BY id DESC LIMIT ? OFFSET ?`,
+  )
+  const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM mail_outbox')
+  const pageWithStatus = reader.query<MailView, [MailStatus, number, number]>(
+    `SELECT ${VIEW} FROM mail_outbox WHERE status = ? ORDER BY id DESC LIMIT ? OFFSET ?`,
+  )
+  const totalWithStatus = reader.query<{ n: number }, [MailStatus]>(
+    'SELECT count(*) AS n FROM mail_outbox WHERE status = ?',
+  )
+  const readPage = reader.transaction((request: PageRequest, status: MailStatus | undefined) =>
+    status === undefined
+      ? { data: page.all(request.limit, request.offset), total: total.get()?.n ?? 0 }
+      : {
+          data: pageWithStatus.all(status, request.limit, request.offset),
+          total: totalWithStatus.get(status)?.n ?? 0,
+        },
+  )
+  const enqueue = (mail: NewMail) => {
+    const at = now()
+    insert.run(
+      mail.messageId,
+      mail.flow,
+      mail.to,
+      emailKey(mail.to),
+      mail.clientIp,
+      mail.subject,
+      mail.text,
+      mail.html,
+      at.toISOString(),
+      at.getTime(),
+    )
+  }
+
+  const suppress = (mail: SuppressedMail) => {
+    insertSuppressed.run(
+      suppressedId(),
+      mail.flow,
+      mail.to,
+      emailKey(mail.to),
+      mail.clientIp,
+      mail.reason,
+      now().toISOString(),
+    )
+  }
+  const countSince = (counter: MailCounter, since: string) =>
+    ('toKey' in counter
+      ? countTo.get(counter.toKey, since)
+      : countFrom.get(counter.clientIp, since)) ?? { count: 0, oldest: null }
+  const writesOf = (run: <T>(work: () => T) => Promise<T>) => ({
+    enqueue: (mail: NewMail) => run(() => enqueue(mail)),
+    suppress: (mail: SuppressedMail) => run(() => suppress(mail)),
+    countSince: (counter: MailCounter, since: string) => run(() => countSince(counter, since)),
+  })
+
+  return {
+    inUnit: writesOf(settle),
+    ...writesOf((work) => writes.run(work)),
+    claimDue: (limit) => settle(() => due.all(now().getTime(), limit).map(outgoingOfRow)),
+    markSent: (id) =>
+      writes.run(() => {
+        sent.run(now().toISOString(), id)
+      }),
+    markFailed: (id, error, retryAt) =>
+      writes.run(() => {
+        failed.run(retryAt, error.slice(0, 1000), id)
+      }),
+    // A claim on SQLite is a read: there is nothing to give back.
+    release: () => Promise.resolve(),
+    earliestDue: () => settle(() => earliest.get()?.at ?? null),
+    resend: (id) =>
+      writes.run(() => {
+        const found = statusOf.get(id)
+        if (found === null) return 'missing' as const
+        if (found.status !== 'failed') return 'not-failed' as const
+        return resend.get(now().getTime(), id) as MailView
+      }),
+    get: (id) => settle(() => byId.get(id)),
+    list: (request, status) => settle(() => readPage(request, status)),
+  }
+}

@@ -1,0 +1,136 @@
+import type { PageRequest } from '../db/page'
+
+/** What each message is for: one per flow of CONTRACT section 14, and the old address's notice. */
+export const MAIL_FLOWS = [
+  'verify-email',
+  'password-reset',
+  'magic-link',
+  'email-change',
+  'email-changed',
+  'invitation',
+] as const
+export type MailFlow = (typeof MAIL_FLOWS)[number]
+
+/**
+ * `pending` waits for a first or a further attempt (or for a mail server: without
+ * `--smtp-url` mail stays pending), `sent` was taken by the mail server, `failed` was refused
+ * for good or ran out of attempts (a resend makes it pending again), `suppressed` was asked for
+ * but not written (no account has the address): it is kept so that the limits count it and an
+ * admin sees who asked.
+ */
+export const MAIL_STATUSES = ['pending', 'sent', 'failed', 'suppressed'] as const
+export type MailStatus = (typeof MAIL_STATUSES)[number]
+
+/** A message as the flows write it. */
+export interface NewMail {
+  flow: MailFlow
+  to: string
+  subject: string
+  text: string
+  html: string
+  /** The Message-ID header (`<random@host>`), fixed now so a resend carries the same. */
+  messageId: string
+  /** Who asked for it (the per-IP limit counts it); null when no request did. */
+  clientIp: string | null
+}
+
+/** A request for mail that is not sent (see `suppressed`), with why not. */
+export interface SuppressedMail {
+  flow: MailFlow
+  to: string
+  clientIp: string | null
+  reason: string
+}
+
+/** Who the limits count mail for: an address (compared without regard to case) or a client. */
+export type MailCounter = { toKey: string } | { clientIp: string }
+
+/** A message claimed for sending. */
+export interface OutgoingMail {
+  id: number
+  messageId: string
+  to: string
+  subject: string
+  text: string
+  html: string
+  attempts: number
+}
+
+/**
+ * A message as `GET /mail` and `roster mail list` show it. The text body is shown until the
+ * message is sent (a developer without a mail server follows the link from it); then it is
+ * cleared, as it carries a single-use link.
+ */
+export interface MailView {
+  id: number
+  flow: MailFlow
+  to: string
+  subject: string
+  status: MailStatus
+  attempts: number
+  last_error: string | null
+  created_at: string
+  sent_at: string | null
+  text: string | null
+}
+
+/** The outbox's write in a unit of work: a message commits with the change that causes it. */
+export interface MailWrites {
+  enqueue(mail: NewMail): Promise<void>
+  suppress(mail: SuppressedMail): Promise<void>
+  /**
+   * How many messages (suppressed ones too) were asked for since `since` (ISO 8601), and when
+   * the oldest of them was: the limits' count, read in the unit that adds one more.
+   */
+  countSince(counter: MailCounter, since: string): Promise<{ count: number; oldest: string | null }>
+}
+
+/**
+ * The mail outbox. Written for a database without a single writer: `claimDue` hands a message
+ * to one worker at a time (on a shared database a lease another instance's worker skips until
+ * it lapses, so an instance that dies while sending loses nothing; on SQLite, one worker per
+ * file, a claim is a read), and each outcome ends the claim.
+ */
+export interface MailOutbox extends MailWrites {
+  /** Up to `limit` messages due now, the earliest first, claimed for sending. */
+  claimDue(limit: number): Promise<OutgoingMail[]>
+  /** The mail server took it: `sent`, its bodies cleared. */
+  markSent(id: number): Promise<void>
+  /** An attempt failed; `retryAt` (epoch ms) null means no more attempts (`failed`). */
+  markFailed(id: number, error: string, retryAt: number | null): Promise<void>
+  /** Gives back claimed messages that were not tried (the worker stopped first). */
+  release(ids: readonly number[]): Promise<void>
+  /** When the next message falls due (epoch ms), or null when none waits. */
+  earliestDue(): Promise<number | null>
+  /**
+   * Schedules a failed message for another attempt now, with a fresh count of attempts.
+   * `missing` when there is no such message, `not-failed` when it is pending or sent.
+   */
+  resend(id: number): Promise<MailView | 'missing' | 'not-failed'>
+  get(id: number): Promise<MailView | null>
+  /** A page of messages, newest first; only those with `status` when it is given. */
+  list(request: PageRequest, status?: MailStatus): Promise<{ data: MailView[]; total: number }>
+}
+
+/** An outbox row as both databases' claims read it. */
+export interface OutgoingRow {
+  id: number
+  message_id: string
+  to_address: string
+  subject: string
+  text_body: string | null
+  html_body: string | null
+  attempts: number
+}
+
+export function outgoingOfRow(row: OutgoingRow): OutgoingMail {
+  return {
+    id: row.id,
+    messageId: row.message_id,
+    to: row.to_address,
+    subject: row.subject,
+    text: row.text_body ?? '',
+    html: row.html_body ?? '',
+    attempts: row.attempts,
+  }
+}

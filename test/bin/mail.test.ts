@@ -1,0 +1,194 @@
+import { beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { tempDir } from '../helpers/app'
+import { requireBinary, runBinary, startBinary } from '../helpers/binary'
+import { startSmtpServer } from '../helpers/smtp'
+
+setDefaultTimeout(30_000)
+beforeAll(requireBinary)
+
+const PASSWORD = 'correct horse battery'
+const NEW_PASSWORD = 'a brand new passphrase'
+
+async function call(url: string, path: string, init: RequestInit = {}) {
+  const response = await fetch(`${url}${path}`, init)
+  const text = await response.text()
+  const json = response.headers.get('content-type')?.startsWith('application/json') ?? false
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: json ? JSON.parse(text) : text,
+  }
+}
+
+const postJson = (url: string, path: string, body: unknown) =>
+  call(url, path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+
+/** A port nothing listens on now, so --public-url can name it before the server starts. */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const { port } = probe
+  probe.stop(true)
+  return port
+}
+
+async function createUser(data: string[]) {
+  const made = await runBinary(
+    ['users', 'create', '--name', 'Ada', '--email', 'ada@example.com', '--password-stdin', ...data],
+    { stdin: `${PASSWORD}\n` },
+  )
+  expect(made.code).toBe(0)
+}
+
+describe('mail through the compiled binary', () => {
+  test('a password reset by a real SMTP server: the link’s page, the new password, the old sessions gone', async () => {
+    using dir = tempDir()
+    await using smtp = await startSmtpServer({ auth: { user: 'roster', pass: 's3cret' } })
+    const data = ['--data-dir', dir.path]
+    await createUser(data)
+    const port = freePort()
+    const publicUrl = `http://127.0.0.1:${port}`
+    const server = await startBinary(
+      [
+        ...data,
+        '--smtp-url',
+        smtp.url,
+        '--public-url',
+        publicUrl,
+        '--mail-from',
+        'Roster <roster@example.com>',
+      ],
+      { port },
+    )
+    try {
+      const login = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=ada@example.com&password=${encodeURIComponent(PASSWORD)}`,
+      })
+      expect(login.status).toBe(200)
+      const asked = await postJson(server.url, '/auth/password-reset/request', {
+        email: 'ada@example.com',
+      })
+      expect(asked.status).toBe(202)
+      const [mail] = await smtp.waitFor(1)
+      expect(mail).toMatchObject({
+        to: 'ada@example.com',
+        from: 'roster@example.com',
+        subject: 'Reset your password',
+      })
+      const link = new URL(mail?.link as string)
+      expect(link.origin).toBe(publicUrl)
+      const page = await call(server.url, `${link.pathname}${link.search}`)
+      expect(page.status).toBe(200)
+      expect(page.body).toContain('Choose a new password')
+      const token = link.searchParams.get('token')
+      const confirmed = await postJson(server.url, `${link.pathname}/confirm`, {
+        token,
+        password: NEW_PASSWORD,
+      })
+      expect(confirmed.status).toBe(200)
+      expect(confirmed.body.email_verified_at).not.toBeNull()
+      const old = await call(server.url, '/me', {
+        headers: { authorization: `Bearer ${login.body.access_token}` },
+      })
+      expect(old.status).toBe(401)
+      const fresh = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=ada@example.com&password=${encodeURIComponent(NEW_PASSWORD)}`,
+      })
+      expect(fresh.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+    const listed = await runBinary(['mail', 'list', ...data])
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toMatch(/password-reset\s+ada@example\.com\s+sent\s+1/)
+  })
+
+  test('without --smtp-url mail waits in the outbox; roster mail list shows the link to follow', async () => {
+    using dir = tempDir()
+    const data = ['--data-dir', dir.path]
+    await createUser(data)
+    const server = await startBinary(data)
+    try {
+      expect(
+        (await postJson(server.url, '/auth/verify-email/request', { email: 'ada@example.com' }))
+          .status,
+      ).toBe(202)
+      const listed = await runBinary(['mail', 'list', ...data])
+      expect(listed.code).toBe(0)
+      const link = /http:\/\/\S+\/auth\/verify-email\?token=rat_\S+/.exec(
+        listed.stdout,
+      )?.[0] as string
+      expect(link).toStartWith(server.url)
+      const token = new URL(link).searchParams.get('token')
+      const confirmed = await postJson(server.url, '/auth/verify-email/confirm', { token })
+      expect(confirmed.status).toBe(200)
+      expect(confirmed.body.email_verified_at).toMatch(/Z$/)
+      const json = await runBinary(['mail', 'list', '--json', '--status', 'pending', ...data])
+      expect(JSON.parse(json.stdout)).toMatchObject([{ flow: 'verify-email', status: 'pending' }])
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('--require-verified-email refuses sign-in with EMAIL_NOT_VERIFIED until the link is followed', async () => {
+    using dir = tempDir()
+    const data = ['--data-dir', dir.path]
+    await createUser(data)
+    const server = await startBinary([...data, '--require-verified-email'])
+    const signIn = () =>
+      call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=ada@example.com&password=${encodeURIComponent(PASSWORD)}`,
+      })
+    try {
+      const refused = await signIn()
+      expect(refused.status).toBe(403)
+      expect(refused.body.error.code).toBe('EMAIL_NOT_VERIFIED')
+      const wrong = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'email=ada@example.com&password=wrong-password',
+      })
+      expect(wrong.body.error.code).toBe('INVALID_CREDENTIALS')
+      await postJson(server.url, '/auth/verify-email/request', { email: 'ada@example.com' })
+      const listed = await runBinary(['mail', 'list', '--json', ...data])
+      const text = JSON.parse(listed.stdout)[0].text as string
+      const token = /token=(rat_[A-Za-z0-9_-]+)/.exec(text)?.[1]
+      expect((await postJson(server.url, '/auth/verify-email/confirm', { token })).status).toBe(200)
+      expect((await signIn()).status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  test('--smtp-url without --public-url, or a malformed one, stops the start with one line', async () => {
+    using dir = tempDir()
+    const missing = await runBinary([
+      'serve',
+      '--data-dir',
+      dir.path,
+      '--smtp-url',
+      'smtp://127.0.0.1:2525',
+    ])
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr.trim().split('\n')).toHaveLength(1)
+    expect(missing.stderr).toContain('--smtp-url needs --public-url')
+    const malformed = await runBinary([
+      'serve',
+      '--data-dir',
+      dir.path,
+      '--smtp-url',
+      'http://user:hunter2@mail.example',
+    ])
+    expect(malformed.stderr).toContain('invalid value for --smtp-url')
+    expect(malformed.stderr).not.toContain('hunter2')
+  })
+})

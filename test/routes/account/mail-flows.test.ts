@@ -1,0 +1,319 @@
+import { describe, expect, test } from 'bun:test'
+import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
+import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
+import { startSmtpServer } from '../../helpers/smtp'
+
+const PUBLIC_URL = 'https://roster.example'
+const NEW_PASSWORD = 'a brand new passphrase'
+
+async function withMail() {
+  const smtp = await startSmtpServer()
+  const t = await makeTestApp({
+    smtpUrl: smtp.url,
+    publicUrl: PUBLIC_URL,
+    mailFrom: 'Roster <no-reply@roster.example>',
+  })
+  const disposeApp = t[Symbol.asyncDispose]
+  return Object.assign(t, {
+    smtp,
+    async [Symbol.asyncDispose]() {
+      await disposeApp()
+      await smtp[Symbol.asyncDispose]()
+    },
+  })
+}
+
+/** The token of the link in a message, as a user's browser would read it from the address. */
+const tokenOf = (link: string | null) => new URL(link as string).searchParams.get('token') as string
+
+const outboxOf = async (t: TestApp, status?: string) =>
+  (await t.deps.mail.outbox.list({ limit: 100, offset: 0 }, status as never)).data
+
+describe('POST /auth/password-reset/request and /confirm', () => {
+  test('a reset link arrives by SMTP; following it sets the password, ends every session and signs in with the new one', async () => {
+    await using t = await withMail()
+    const { token, userId } = await signedIn(t)
+    const asked = await t.post('/auth/password-reset/request', { email: 'ADA@example.com' })
+    expect(asked.status).toBe(202)
+    expect(asked.body).toEqual({
+      message: 'If the address belongs to an account, a message is on its way.',
+    })
+    const [mail] = await t.smtp.waitFor(1)
+    expect(mail).toMatchObject({
+      to: 'ada@example.com',
+      from: 'no-reply@roster.example',
+      subject: 'Reset your password',
+      messageId: expect.stringMatching(/^<[0-9a-f-]{36}@roster\.example>$/),
+    })
+    expect(mail?.link).toStartWith(`${PUBLIC_URL}/auth/password-reset?token=rat_`)
+    expect(mail?.html).toContain(`href="${mail?.link}"`)
+
+    // The link opens a page that changes nothing until its button is pressed.
+    const page = await t.get(
+      new URL(mail?.link as string).pathname + new URL(mail?.link as string).search,
+    )
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
+
+    const confirmed = await t.post('/auth/password-reset/confirm', {
+      token: tokenOf(mail?.link ?? null),
+      password: NEW_PASSWORD,
+    })
+    expect(confirmed.status).toBe(200)
+    expect(confirmed.body).toMatchObject({ id: userId, email_verified_at: expect.any(String) })
+    expect((await t.get('/me', { headers: { authorization: `Bearer ${token}` } })).status).toBe(401)
+    const old = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: PASSWORD }),
+    )
+    expectEnvelope(old, 401, 'INVALID_CREDENTIALS')
+    const fresh = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: NEW_PASSWORD }),
+    )
+    expect(fresh.status).toBe(200)
+    // Once sent, the outbox keeps no body (it held a working link).
+    expect(await outboxOf(t, 'sent')).toMatchObject([{ to: 'ada@example.com', text: null }])
+  })
+
+  test('a link works once; the second use is 400 TOKEN_USED and changes nothing', async () => {
+    await using t = await withMail()
+    await signedIn(t)
+    await t.post('/auth/password-reset/request', { email: 'ada@example.com' })
+    const [mail] = await t.smtp.waitFor(1)
+    const token = tokenOf(mail?.link ?? null)
+    expect(
+      (await t.post('/auth/password-reset/confirm', { token, password: NEW_PASSWORD })).status,
+    ).toBe(200)
+    const again = await t.post('/auth/password-reset/confirm', {
+      token,
+      password: 'yet another one',
+    })
+    expectEnvelope(again, 400, 'TOKEN_USED')
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: NEW_PASSWORD }),
+    )
+    expect(login.status).toBe(200)
+  })
+
+  test('an unknown address gets the same 202, no mail, and a suppressed row the limits count', async () => {
+    await using t = await withMail()
+    await signedIn(t)
+    const unknown = await t.post('/auth/password-reset/request', { email: 'nobody@example.com' })
+    const known = await t.post('/auth/password-reset/request', { email: 'ada@example.com' })
+    expect(unknown.status).toBe(known.status)
+    expect(unknown.body).toEqual(known.body)
+    await t.smtp.waitFor(1)
+    await t.deps.mail.worker?.settled()
+    expect(t.smtp.received.map((mail) => mail.to)).toEqual(['ada@example.com'])
+    expect(await outboxOf(t, 'suppressed')).toMatchObject([
+      { to: 'nobody@example.com', last_error: 'no account has this address', text: null },
+    ])
+  })
+
+  test('bad tokens: unknown and malformed are TOKEN_INVALID or 422; an expired link is TOKEN_EXPIRED', async () => {
+    await using t = await withMail()
+    expectEnvelope(
+      await t.post('/auth/password-reset/confirm', {
+        token: `rat_${'A'.repeat(43)}`,
+        password: NEW_PASSWORD,
+      }),
+      400,
+      'TOKEN_INVALID',
+    )
+    expectEnvelope(
+      await t.post('/auth/password-reset/confirm', {
+        token: 'x'.repeat(500),
+        password: NEW_PASSWORD,
+      }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.post('/auth/password-reset/confirm', { token: 'rat_x' }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.post('/auth/password-reset/confirm', { token: 'rat_x', password: 'short' }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.post('/auth/password-reset/request', { email: 'ada@example.com', extra: 1 }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.post('/auth/password-reset/request', { email: 'not an address' }),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.call('POST', '/auth/password-reset/request', {
+        body: 'email=a@b.c',
+        headers: { 'content-type': 'text/plain' },
+      }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    )
+    expectEnvelope(
+      await t.call('POST', '/auth/password-reset/request', {
+        body: '{"email":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'BAD_REQUEST',
+    )
+    expect(await outboxOf(t)).toEqual([])
+  })
+
+  test('five messages an hour to one address, whoever asks: the sixth request is 429 with Retry-After, and sends nothing', async () => {
+    await using t = await withMail()
+    await signedIn(t)
+    for (let i = 0; i < 5; i++) {
+      expect(
+        (await t.post('/auth/password-reset/request', { email: 'ada@example.com' })).status,
+      ).toBe(202)
+    }
+    const refused = await t.post('/auth/password-reset/request', { email: 'Ada@Example.com' })
+    expectEnvelope(refused, 429, 'RATE_LIMITED')
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(3500)
+    // An unknown address is capped the same way (the answer tells nothing).
+    for (let i = 0; i < 5; i++)
+      await t.post('/auth/password-reset/request', { email: 'ghost@example.com' })
+    expectEnvelope(
+      await t.post('/auth/password-reset/request', { email: 'ghost@example.com' }),
+      429,
+      'RATE_LIMITED',
+    )
+    await t.smtp.waitFor(5)
+    await t.deps.mail.worker?.settled()
+    expect(t.smtp.received).toHaveLength(5)
+  })
+})
+
+describe('POST /auth/verify-email/request and /confirm', () => {
+  test('a signed-in user asks with no body; the link verifies the address and the record shows when', async () => {
+    await using t = await withMail()
+    const { token, userId } = await signedIn(t)
+    expect((await t.get(`/users/${userId}`)).body.email_verified_at).toBeNull()
+    const asked = await t.call('POST', '/auth/verify-email/request', {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    expect(asked.status).toBe(202)
+    const [mail] = await t.smtp.waitFor(1)
+    expect(mail?.subject).toBe('Confirm your email address')
+    expect(mail?.link).toStartWith(`${PUBLIC_URL}/auth/verify-email?token=rat_`)
+    const confirmed = await t.post('/v2/auth/verify-email/confirm', {
+      token: tokenOf(mail?.link ?? null),
+    })
+    expect(confirmed.status).toBe(200)
+    expect(confirmed.body.email_verified_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    expect((await t.get(`/users/${userId}`)).body.email_verified_at).toBe(
+      confirmed.body.email_verified_at,
+    )
+    // Verified already: the same 202, and no second message.
+    await t.call('POST', '/auth/verify-email/request', {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    await t.deps.mail.worker?.settled()
+    expect(t.smtp.received).toHaveLength(1)
+  })
+
+  test('without signing in, { email } is needed; a new address undoes the verification and ends the old links', async () => {
+    await using t = await withMail()
+    const { userId } = await signedIn(t)
+    expectEnvelope(await t.call('POST', '/auth/verify-email/request'), 422, 'VALIDATION_ERROR')
+    expect((await t.post('/auth/verify-email/request', { email: 'ada@example.com' })).status).toBe(
+      202,
+    )
+    expect((await t.post('/auth/verify-email/request', { email: 'ada@example.com' })).status).toBe(
+      202,
+    )
+    const [first, second] = await t.smtp.waitFor(2)
+    expect(
+      (await t.post('/auth/verify-email/confirm', { token: tokenOf(first?.link ?? null) })).status,
+    ).toBe(200)
+    const key = await apiKey(t)
+    const moved = await t.call('PATCH', `/users/${userId}`, {
+      json: { email: 'ada@new.example' },
+      headers: { 'x-api-key': key },
+    })
+    expect(moved.body.email_verified_at).toBeNull()
+    // The second link was sent to the old address: it ended with the change.
+    expectEnvelope(
+      await t.post('/auth/verify-email/confirm', { token: tokenOf(second?.link ?? null) }),
+      400,
+      'TOKEN_USED',
+    )
+  })
+})
+
+describe('GET /mail and POST /mail/{id}/resend', () => {
+  test('without --smtp-url mail waits in the outbox with its working link; only users:write reads it', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = await apiKey(t)
+    await t.call('POST', '/users', {
+      json: { name: 'Ada', email: 'ada@example.com', password: PASSWORD },
+      headers: { 'x-api-key': key },
+    })
+    expect(
+      (await t.post('/auth/password-reset/request', { email: 'ada@example.com' })).status,
+    ).toBe(202)
+    expectEnvelope(await t.get('/mail'), 401, 'UNAUTHORIZED')
+    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
+    expectEnvelope(await t.get('/mail', { headers: { 'x-api-key': readOnly } }), 403, 'FORBIDDEN')
+    const page = await t.get('/mail', { headers: { 'x-api-key': key } })
+    expect(page.status).toBe(200)
+    expect(page.body.pagination.total).toBe(1)
+    const [message] = page.body.data
+    expect(message).toMatchObject({ flow: 'password-reset', status: 'pending', attempts: 0 })
+    const link = /http:\/\/localhost\S+/.exec(message.text)?.[0] as string
+    expect(link).toStartWith('http://localhost/auth/password-reset?token=rat_')
+    expect(
+      (
+        await t.post('/auth/password-reset/confirm', {
+          token: tokenOf(link),
+          password: NEW_PASSWORD,
+        })
+      ).status,
+    ).toBe(200)
+    expect((await t.get(`/mail/${message.id}`, { headers: { 'x-api-key': key } })).body.id).toBe(
+      message.id,
+    )
+    expectEnvelope(await t.get('/mail/999', { headers: { 'x-api-key': key } }), 404, 'NOT_FOUND')
+    expectEnvelope(await t.get('/mail/abc', { headers: { 'x-api-key': key } }), 404, 'NOT_FOUND')
+    expectEnvelope(
+      await t.call('POST', `/mail/${message.id}/resend`, { headers: { 'x-api-key': key } }),
+      409,
+      'CONFLICT',
+    )
+    expectEnvelope(
+      await t.get('/mail?status=lost', { headers: { 'x-api-key': key } }),
+      422,
+      'VALIDATION_ERROR',
+    )
+  })
+
+  test('links are built from --public-url, never from a Host header a client sends', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null })
+    const response = await t.app.handle(
+      new Request('http://evil.example:8080/auth/password-reset/request', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'ada@example.com' }),
+      }),
+    )
+    expect(response.status).toBe(202)
+    const [message] = await outboxOf(t)
+    expect(message?.text).toContain('http://localhost:8080/auth/password-reset?token=rat_')
+    expect(message?.text).not.toContain('evil.example')
+  })
+})

@@ -1,0 +1,166 @@
+import { describe, expect, test } from 'bun:test'
+import type { Backend } from '../../src/backends/index'
+import type { NewMail } from '../../src/mail/outbox'
+import { twoBackends } from '../helpers/stores'
+
+// The mail outbox's contract, on SQLite (npm test) and on PostgreSQL with two instances
+// (npm run test:postgres). See test/helpers/stores.ts.
+
+const mail = (n: number, to = `user${n}@example.com`): NewMail => ({
+  flow: 'password-reset',
+  to,
+  subject: `Reset ${n}`,
+  text: `text ${n} https://roster.example/auth/password-reset?token=rat_${n}`,
+  html: `<p>html ${n}</p>`,
+  messageId: `<m${n}@roster.example>`,
+  clientIp: '192.0.2.1',
+})
+
+const enqueue = (backend: Backend, message: NewMail) =>
+  backend.transaction((tx) => tx.mail.enqueue(message))
+
+describe('mail outbox contract (two instances where the backend is shared)', () => {
+  test('a message commits with its unit of work, and not without it', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1))
+    const failing = env.a.transaction(async (tx) => {
+      await tx.mail.enqueue(mail(2))
+      throw new Error('the change failed')
+    })
+    await expect(failing).rejects.toThrow('the change failed')
+    const { data, total } = await env.b.mail.list({ limit: 10, offset: 0 })
+    expect(total).toBe(1)
+    expect(data).toEqual([
+      {
+        id: expect.any(Number),
+        flow: 'password-reset',
+        to: 'user1@example.com',
+        subject: 'Reset 1',
+        status: 'pending',
+        attempts: 0,
+        last_error: null,
+        created_at: env.clock.date().toISOString(),
+        sent_at: null,
+        text: mail(1).text,
+      },
+    ])
+  })
+
+  test('claims: due messages, earliest first; on a shared database none goes to two workers', async () => {
+    await using env = await twoBackends()
+    for (let i = 0; i < 12; i++) {
+      await enqueue(env.a, mail(i))
+      env.clock.advance(1)
+    }
+    const [first, second] = await Promise.all([env.a.mail.claimDue(6), env.b.mail.claimDue(6)])
+    const subjects = (claimed: typeof first) => claimed.map((message) => message.subject)
+    expect(subjects(first)).toEqual(
+      subjects(first).toSorted((x, y) => x.localeCompare(y, 'en', { numeric: true })),
+    )
+    expect(first[0]).toEqual({
+      id: expect.any(Number),
+      messageId: expect.stringMatching(/^<m\d+@roster\.example>$/),
+      to: expect.stringMatching(/@example\.com$/),
+      subject: expect.any(String),
+      text: expect.any(String),
+      html: expect.any(String),
+      attempts: 0,
+    })
+    if (env.a.shared) {
+      const both = [...subjects(first), ...subjects(second)]
+      expect(new Set(both).size).toBe(12)
+    } else {
+      // One worker per file: a claim is a read, and a second one sees the same messages.
+      expect(subjects(second)).toEqual(subjects(first))
+    }
+  })
+
+  test('sent: not due again, its bodies cleared (they carry single-use links)', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1))
+    const [claimed] = await env.a.mail.claimDue(10)
+    await env.a.mail.markSent(claimed?.id as number)
+    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.earliestDue()).toBeNull()
+    expect(await env.b.mail.get(claimed?.id as number)).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      sent_at: env.clock.date().toISOString(),
+      text: null,
+    })
+  })
+
+  test('a failed attempt waits for its retry; the last one leaves it failed until a resend', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1))
+    const [claimed] = await env.a.mail.claimDue(10)
+    const id = claimed?.id as number
+    const retryAt = env.clock.now() + 2000
+    await env.a.mail.markFailed(id, '421 try again later', retryAt)
+    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.earliestDue()).toBe(retryAt)
+    expect(await env.b.mail.get(id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_error: '421 try again later',
+    })
+    expect(await env.b.mail.resend(id)).toBe('not-failed')
+    env.clock.advance(2000)
+    const [again] = await env.b.mail.claimDue(10)
+    expect(again).toMatchObject({ id, attempts: 1 })
+    await env.b.mail.markFailed(id, '550 no such mailbox', null)
+    expect(await env.a.mail.earliestDue()).toBeNull()
+    expect((await env.a.mail.list({ limit: 10, offset: 0 }, 'failed')).total).toBe(1)
+    expect(await env.a.mail.resend(id)).toMatchObject({ id, status: 'pending', attempts: 0 })
+    expect((await env.b.mail.claimDue(10)).map((message) => message.id)).toEqual([id])
+    expect(await env.a.mail.resend(9999)).toBe('missing')
+  })
+
+  test('a released claim is due again at once; an unreleased one when its lease lapses', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1))
+    await enqueue(env.a, mail(2))
+    const claimed = await env.a.mail.claimDue(10)
+    await env.a.mail.release([claimed[0]?.id as number])
+    expect((await env.b.mail.claimDue(10)).map((message) => message.subject)).toEqual(
+      env.a.shared ? ['Reset 1'] : ['Reset 1', 'Reset 2'],
+    )
+    if (env.a.shared) {
+      // The instance holding "Reset 2" died: another takes it once the lease is over.
+      env.clock.advance(61_000)
+      expect((await env.b.mail.claimDue(10)).map((message) => message.subject)).toContain('Reset 2')
+    }
+  })
+
+  test('suppressed requests are kept, never due, and counted with the rest per address and per client', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1, 'Ada@Example.com'))
+    env.clock.advance(1000)
+    await env.a.transaction((tx) =>
+      tx.mail.suppress({
+        flow: 'password-reset',
+        to: 'ada@example.COM',
+        clientIp: '192.0.2.1',
+        reason: 'no account has this address',
+      }),
+    )
+    expect((await env.b.mail.claimDue(10)).length).toBe(1)
+    const suppressed = await env.b.mail.list({ limit: 10, offset: 0 }, 'suppressed')
+    expect(suppressed.data).toMatchObject([
+      { status: 'suppressed', last_error: 'no account has this address', text: null },
+    ])
+    const since = new Date(env.clock.now() - 60_000).toISOString()
+    const count = (counter: { toKey: string } | { clientIp: string }) =>
+      env.b.transaction((tx) => tx.mail.countSince(counter, since))
+    expect(await count({ toKey: 'ada@example.com' })).toEqual({
+      count: 2,
+      oldest: new Date(env.clock.now() - 1000).toISOString(),
+    })
+    expect(await count({ clientIp: '192.0.2.1' })).toMatchObject({ count: 2 })
+    expect(await count({ clientIp: '192.0.2.2' })).toEqual({ count: 0, oldest: null })
+    const later = new Date(env.clock.now() + 1).toISOString()
+    expect(
+      await env.b.transaction((tx) => tx.mail.countSince({ toKey: 'ada@example.com' }, later)),
+    ).toEqual({ count: 0, oldest: null })
+  })
+})
