@@ -155,7 +155,7 @@ function routeInputs(deps: Deps) {
     mail: {
       auth,
       outbox: deps.mail.outbox,
-      wakeWorker: () => deps.mail.worker?.wake(),
+      wakeWorker: () => deps.mail.worker.wake(),
       config,
     },
     apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config, clock },

@@ -64,8 +64,8 @@ export interface Deps {
   readonly fileStore: FileStore
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
-  /** The outbox, its worker (null without --smtp-url: mail waits) and the flows that write it. */
-  readonly mail: { outbox: MailOutbox; worker: MailWorker | null; flows: AccountFlows }
+  /** The outbox, its worker (which sends only with --smtp-url) and the flows that write it. */
+  readonly mail: { outbox: MailOutbox; worker: MailWorker; flows: AccountFlows }
   readonly metrics: Metrics
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
@@ -193,7 +193,10 @@ export async function makeDeps(
   return deps
 }
 
-/** The outbox's worker when there is a mail server, and the flows, which wake it. */
+/**
+ * The outbox, the flows that write it and its worker: the worker writes what requests asked
+ * for (through the flows) and, with --smtp-url, sends it; the flows wake it.
+ */
 function mailOf(
   config: Config,
   backend: Backend,
@@ -204,19 +207,17 @@ function mailOf(
   now: () => Date,
 ): Deps['mail'] {
   const outbox = backend.mail
-  const worker =
-    config.smtpUrl === null
-      ? null
-      : new MailWorker(outbox, createSmtpTransport(config.smtpUrl), config.mailFrom, timers, log)
-  if (worker !== null && backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   const flows = createAccountFlows({
     transaction,
     users,
     templates: loadTemplates(config.mailTemplates),
     messageHost: config.publicUrl === null ? 'localhost' : new URL(config.publicUrl).hostname,
     now,
-    onMail: () => worker?.wake(),
+    onMail: () => worker.wake(),
   })
+  const transport = config.smtpUrl === null ? null : createSmtpTransport(config.smtpUrl)
+  const worker = new MailWorker(outbox, transport, config.mailFrom, timers, log, flows.prepare)
+  if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   return { outbox, worker, flows }
 }
 

@@ -59,7 +59,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   const server = app.server as Server<unknown>
   deps.webhooks.worker.start()
-  deps.mail.worker?.start()
+  deps.mail.worker.start()
   const housekeeping = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS)
   housekeeping.unref()
   const uploadSweep = setInterval(
@@ -81,7 +81,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // The handler in flight finishes; the rest stays in the inbox for the next start.
       await deps.webhooks.worker.stop()
       // The message being sent goes or fails; the rest waits in the outbox for the next start.
-      await deps.mail.worker?.stop()
+      await deps.mail.worker.stop()
       await accessLog.close()
       await deps.close()
     })()

@@ -1,6 +1,6 @@
 import type { Transaction } from '../db/unit'
 import { AppError, type ErrorCode } from '../errors/errors'
-import type { MailFlow, MailWrites } from '../mail/outbox'
+import type { MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
 import { emailKey, type UserRecord } from '../users/records'
 import type { UserStore, UserWrites } from '../users/store'
 import { render, type Template, type TemplateValues } from './templates'
@@ -40,7 +40,7 @@ export interface AccountFlowsOptions {
   /** The host part of Message-IDs (the --public-url host, or localhost). */
   messageHost: string
   now: () => Date
-  /** Called after a message is committed (wakes the mail worker). */
+  /** Called after a message is asked for (wakes the mail worker). */
   onMail: () => void
 }
 
@@ -63,6 +63,12 @@ export interface AccountFlows {
    * proves the mailbox, so the address counts as verified.
    */
   confirmPasswordReset(token: string, passwordHash: string): Promise<UserRecord>
+  /**
+   * Writes a message a request asked for (the mail worker calls it, off the request path):
+   * reads the account, and in one unit issues the token and writes the message, or suppresses
+   * it with why (no account has the address, it is verified already).
+   */
+  prepare(requested: RequestedMail): Promise<void>
 }
 
 const REFUSALS: Record<TokenRefusal, { code: ErrorCode; message: string }> = {
@@ -108,13 +114,12 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     }
   }
 
-  /** One token and its message, written together in the unit `tx`. */
+  /** One token and its message, written together in the unit `tx` (the requested row). */
   async function sendToken(
     tx: FlowStores,
+    request: RequestedMail,
     flow: TokenFlow,
-    user: { id: number; name: string },
-    to: string,
-    asker: Asker,
+    user: { id: number; name: string; email: string },
   ): Promise<void> {
     const { token, tokenHash } = newAccountToken()
     const at = now().getTime()
@@ -124,49 +129,53 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       flow,
       tokenHash,
       codeHash: null,
-      email: to,
+      email: user.email,
       createdAt: at,
       expiresAt: at + ttl,
     })
-    const link = `${asker.linkBase}${LINK_PATHS[flow]}?token=${token}`
     const values: TemplateValues = {
       name: user.name,
-      email: to,
-      link,
+      email: user.email,
+      link: `${request.linkBase}${LINK_PATHS[flow]}?token=${token}`,
       expires_in: inWords(ttl),
       code: '',
       new_email: '',
     }
-    await tx.mail.enqueue({
-      flow,
-      to,
-      ...render(templates[flow], values),
-      messageId: `<${crypto.randomUUID()}@${options.messageHost}>`,
-      clientIp: asker.clientIp,
-    })
+    await tx.mail.fulfil(request.id, user.email, render(templates[flow], values))
   }
 
   /**
-   * A request's unit: the limits, then either the message or a suppressed row, so a known and
-   * an unknown address cost the same writes and the same one commit.
+   * A request's unit: the limits, then one requested row, whoever the address belongs to; the
+   * worker writes the message (or suppresses it) next. Nothing here reads the account, so an
+   * address with one and an address without one cost the request exactly the same.
    */
-  async function request(
-    flow: TokenFlow,
-    to: string,
-    recipient: { id: number; name: string } | null,
-    asker: Asker,
-    suppressedBecause: string,
-  ): Promise<void> {
-    const sent = await transaction(async (tx) => {
+  async function request(flow: TokenFlow, to: string, asker: Asker): Promise<void> {
+    await transaction(async (tx) => {
       await withinLimits(tx.mail, to, asker.clientIp)
-      if (recipient === null) {
-        await tx.mail.suppress({ flow, to, clientIp: asker.clientIp, reason: suppressedBecause })
-        return false
-      }
-      await sendToken(tx, flow, recipient, to, asker)
-      return true
+      await tx.mail.request({
+        flow,
+        to,
+        clientIp: asker.clientIp,
+        linkBase: asker.linkBase,
+        messageId: `<${crypto.randomUUID()}@${options.messageHost}>`,
+      })
     })
-    if (sent) options.onMail()
+    options.onMail()
+  }
+
+  /** Why a requested message is not written, or null when it is (and for whom). */
+  async function recipientOf(
+    request: RequestedMail,
+  ): Promise<{ user: UserRecord } | { suppressed: string }> {
+    const user = await userByEmail(users, request.to)
+    if (user === null) return { suppressed: 'no account has this address' }
+    if (request.flow === 'verify-email' && user.email_verified_at !== null) {
+      return { suppressed: 'the address is verified already' }
+    }
+    if (request.flow !== 'verify-email' && request.flow !== 'password-reset') {
+      return { suppressed: `${request.flow} is not asked for by address` }
+    }
+    return { user }
   }
 
   async function spend(tx: FlowStores, flow: TokenFlow, token: string): Promise<UsedToken> {
@@ -177,17 +186,9 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
 
   return {
     async requestVerification(target, asker) {
-      const user =
-        'userId' in target ? await users.get(target.userId) : await userByEmail(users, target.email)
-      const to = user?.email ?? ('email' in target ? target.email : '')
-      const pending = user !== null && user.email_verified_at === null
-      await request(
-        'verify-email',
-        to,
-        pending ? user : null,
-        asker,
-        user === null ? 'no account has this address' : 'the address is verified already',
-      )
+      // A signed-in user's own address (nothing to hide from it); else the address as given.
+      const to = 'email' in target ? target.email : (await users.get(target.userId))?.email
+      if (to !== undefined) await request('verify-email', to, asker)
     },
 
     async confirmVerification(token) {
@@ -201,14 +202,15 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     },
 
     async requestPasswordReset(email, asker) {
-      const user = await userByEmail(users, email)
-      await request(
-        'password-reset',
-        user?.email ?? email,
-        user,
-        asker,
-        'no account has this address',
-      )
+      await request('password-reset', email, asker)
+    },
+
+    async prepare(requested) {
+      const recipient = await recipientOf(requested)
+      await transaction(async (tx) => {
+        if ('suppressed' in recipient) await tx.mail.suppress(requested.id, recipient.suppressed)
+        else await sendToken(tx, requested, requested.flow as TokenFlow, recipient.user)
+      })
     },
 
     async confirmPasswordReset(token, passwordHash) {

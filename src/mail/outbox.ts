@@ -12,13 +12,15 @@ export const MAIL_FLOWS = [
 export type MailFlow = (typeof MAIL_FLOWS)[number]
 
 /**
+ * `requested` was asked for by a request and is written next, off the request path (so that
+ * an address with an account and one without cost the request the same),
  * `pending` waits for a first or a further attempt (or for a mail server: without
  * `--smtp-url` mail stays pending), `sent` was taken by the mail server, `failed` was refused
  * for good or ran out of attempts (a resend makes it pending again), `suppressed` was asked for
  * but not written (no account has the address): it is kept so that the limits count it and an
  * admin sees who asked.
  */
-export const MAIL_STATUSES = ['pending', 'sent', 'failed', 'suppressed'] as const
+export const MAIL_STATUSES = ['requested', 'pending', 'sent', 'failed', 'suppressed'] as const
 export type MailStatus = (typeof MAIL_STATUSES)[number]
 
 /** A message as the flows write it. */
@@ -34,12 +36,30 @@ export interface NewMail {
   clientIp: string | null
 }
 
-/** A request for mail that is not sent (see `suppressed`), with why not. */
-export interface SuppressedMail {
+/**
+ * A message a request asked for, before anything about the address is read: the request
+ * writes only this (the same for every address), and the worker writes the message or
+ * suppresses it.
+ */
+export interface MailRequest {
   flow: MailFlow
   to: string
   clientIp: string | null
-  reason: string
+  /** Where the message's links start (--public-url, or the loopback origin asked on). */
+  linkBase: string
+  messageId: string
+}
+
+/** A requested message claimed for writing. */
+export interface RequestedMail extends MailRequest {
+  id: number
+}
+
+/** A message's three parts, as a template renders them. */
+export interface MailContent {
+  subject: string
+  text: string
+  html: string
 }
 
 /** Who the limits count mail for: an address (compared without regard to case) or a client. */
@@ -77,7 +97,14 @@ export interface MailView {
 /** The outbox's write in a unit of work: a message commits with the change that causes it. */
 export interface MailWrites {
   enqueue(mail: NewMail): Promise<void>
-  suppress(mail: SuppressedMail): Promise<void>
+  request(mail: MailRequest): Promise<void>
+  /**
+   * A requested message written: it becomes `pending`, addressed to `to`, the account's own
+   * address (not the one typed: two addresses that fold alike may be two mailboxes).
+   */
+  fulfil(id: number, to: string, content: MailContent): Promise<void>
+  /** A requested message not written (no account has the address…): `suppressed`, with why. */
+  suppress(id: number, reason: string): Promise<void>
   /**
    * How many messages (suppressed ones too) were asked for since `since` (ISO 8601), and when
    * the oldest of them was: the limits' count, read in the unit that adds one more.
@@ -92,7 +119,9 @@ export interface MailWrites {
  * file, a claim is a read), and each outcome ends the claim.
  */
 export interface MailOutbox extends MailWrites {
-  /** Up to `limit` messages due now, the earliest first, claimed for sending. */
+  /** Up to `limit` requested messages, the oldest first, claimed for writing. */
+  claimRequested(limit: number): Promise<RequestedMail[]>
+  /** Up to `limit` pending messages due now, the earliest first, claimed for sending. */
   claimDue(limit: number): Promise<OutgoingMail[]>
   /** The mail server took it: `sent`, its bodies cleared. */
   markSent(id: number): Promise<void>
@@ -100,8 +129,11 @@ export interface MailOutbox extends MailWrites {
   markFailed(id: number, error: string, retryAt: number | null): Promise<void>
   /** Gives back claimed messages that were not tried (the worker stopped first). */
   release(ids: readonly number[]): Promise<void>
-  /** When the next message falls due (epoch ms), or null when none waits. */
-  earliestDue(): Promise<number | null>
+  /**
+   * When the next message falls due (epoch ms), or null when none waits: a requested one, or
+   * (with `sending`) a pending one too.
+   */
+  earliestDue(sending: boolean): Promise<number | null>
   /**
    * Schedules a failed message for another attempt now, with a fresh count of attempts.
    * `missing` when there is no such message, `not-failed` when it is pending or sent.
@@ -132,5 +164,26 @@ export function outgoingOfRow(row: OutgoingRow): OutgoingMail {
     text: row.text_body ?? '',
     html: row.html_body ?? '',
     attempts: row.attempts,
+  }
+}
+
+/** A requested row as both databases' claims read it. */
+export interface RequestedRow {
+  id: number
+  flow: MailFlow
+  to_address: string
+  client_ip: string | null
+  link_base: string | null
+  message_id: string
+}
+
+export function requestedOfRow(row: RequestedRow): RequestedMail {
+  return {
+    id: row.id,
+    flow: row.flow,
+    to: row.to_address,
+    clientIp: row.client_ip,
+    linkBase: row.link_base ?? '',
+    messageId: row.message_id,
   }
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '../log'
 import { type MailTransport, PermanentMailError } from '../smtp/transport'
 import type { Timers } from '../timers'
-import type { MailOutbox, OutgoingMail } from './outbox'
+import type { MailOutbox, OutgoingMail, RequestedMail } from './outbox'
 
 export interface MailRetryPolicy {
   /** Delay before the first retry; each further one doubles it. */
@@ -28,8 +28,11 @@ const BATCH_SIZE = 16
 const STORAGE_RETRY_MS = 1000
 
 /**
- * Sends the outbox's due messages off the request path, one at a time, oldest due first. It is
- * woken after a message is committed and at start (what a crash or a stop left). A message is
+ * Writes the messages requests asked for (`prepare`: the flow reads the account, issues the
+ * token, renders the message, all in one unit) and sends the outbox's due messages, off the
+ * request path, one at a time, oldest due first. Without a transport (no --smtp-url) it only
+ * writes them: they wait in the outbox. It is woken after a message is committed and at start
+ * (what a crash or a stop left). A message is
  * marked sent once the mail server has taken it; a refusal for good (5xx) marks it failed; any
  * other failure is retried with exponential backoff. The one window for a second copy is a
  * crash between the server's "250 OK" and the mark: the copy carries the same Message-ID.
@@ -50,11 +53,17 @@ export class MailWorker {
 
   constructor(
     private readonly outbox: MailOutbox,
-    private readonly transport: MailTransport,
+    private readonly transport: MailTransport | null,
     private readonly from: string,
     private readonly timers: Timers,
     private readonly log: Logger,
+    private readonly prepare: (request: RequestedMail) => Promise<void>,
   ) {}
+
+  /** Whether messages are sent (a mail server is configured), not only written. */
+  private get sending(): boolean {
+    return this.transport !== null
+  }
 
   start(): void {
     this.stopped = false
@@ -73,7 +82,7 @@ export class MailWorker {
     this.cancelTimer?.()
     this.cancelTimer = null
     await this.draining
-    this.transport.close()
+    this.transport?.close()
   }
 
   /** Resolves when nothing is due and nothing is being sent (for tests). */
@@ -81,7 +90,7 @@ export class MailWorker {
     for (;;) {
       await this.draining
       await Bun.sleep(1)
-      const due = await this.outbox.earliestDue()
+      const due = await this.outbox.earliestDue(this.sending)
       if (this.draining === null && (due === null || due > this.timers.now())) return
     }
   }
@@ -117,7 +126,7 @@ export class MailWorker {
 
   private async scheduleNext(): Promise<void> {
     if (this.stopped) return
-    const due = await this.outbox.earliestDue().catch(() => null)
+    const due = await this.outbox.earliestDue(this.sending).catch(() => null)
     const poll = this.pollMs === null ? null : this.timers.now() + this.pollMs
     const next = due === null ? poll : poll === null ? due : Math.min(due, poll)
     if (next !== null) this.schedule(Math.max(0, next - this.timers.now()))
@@ -125,21 +134,23 @@ export class MailWorker {
 
   private async drain(): Promise<void> {
     while (!this.stopped) {
-      const due = await this.outbox.claimDue(BATCH_SIZE)
-      if (due.length === 0) return
+      const requested = await this.outbox.claimRequested(BATCH_SIZE)
+      for (const request of requested) await this.prepare(request)
+      const due = this.transport === null ? [] : await this.outbox.claimDue(BATCH_SIZE)
+      if (requested.length === 0 && due.length === 0) return
       for (const [index, mail] of due.entries()) {
         if (this.stopped) {
           await this.outbox.release(due.slice(index).map((left) => left.id))
           return
         }
-        await this.attempt(mail)
+        await this.attempt(this.transport as MailTransport, mail)
       }
     }
   }
 
-  private async attempt(mail: OutgoingMail): Promise<void> {
+  private async attempt(transport: MailTransport, mail: OutgoingMail): Promise<void> {
     try {
-      await this.transport.send({
+      await transport.send({
         from: this.from,
         to: mail.to,
         subject: mail.subject,

@@ -35,6 +35,23 @@ function freePort(): number {
   return port
 }
 
+/** The outbox as `roster mail list --json` shows it, once the server has written every request. */
+async function writtenOutbox(
+  data: string[],
+): Promise<{ status: string; text: string | null; flow: string }[]> {
+  for (let tries = 0; tries < 100; tries++) {
+    const listed = await runBinary(['mail', 'list', '--json', ...data])
+    const rows = JSON.parse(listed.stdout) as {
+      status: string
+      text: string | null
+      flow: string
+    }[]
+    if (rows.every((row) => row.status !== 'requested')) return rows
+    await Bun.sleep(20)
+  }
+  throw new Error('the server did not write the requested mail')
+}
+
 async function createUser(data: string[]) {
   const made = await runBinary(
     ['users', 'create', '--name', 'Ada', '--email', 'ada@example.com', '--password-stdin', ...data],
@@ -159,8 +176,7 @@ describe('mail through the compiled binary', () => {
       })
       expect(wrong.body.error.code).toBe('INVALID_CREDENTIALS')
       await postJson(server.url, '/auth/verify-email/request', { email: 'ada@example.com' })
-      const listed = await runBinary(['mail', 'list', '--json', ...data])
-      const text = JSON.parse(listed.stdout)[0].text as string
+      const text = (await writtenOutbox(data))[0]?.text as string
       const token = /token=(rat_[A-Za-z0-9_-]+)/.exec(text)?.[1]
       expect((await postJson(server.url, '/auth/verify-email/confirm', { token })).status).toBe(200)
       expect((await signIn()).status).toBe(200)

@@ -6004,7 +6004,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
-                status?: "pending" | "sent" | "failed" | "suppressed";
+                status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
             path?: never;
@@ -6025,7 +6025,7 @@ export interface operations {
                             to: string;
                             subject: string;
                             /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                            status: "pending" | "sent" | "failed" | "suppressed";
+                            status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                             attempts: number;
                             last_error: string | null;
                             /** Format: date-time */
@@ -6259,7 +6259,7 @@ export interface operations {
                         to: string;
                         subject: string;
                         /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                        status: "pending" | "sent" | "failed" | "suppressed";
+                        status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                         attempts: number;
                         last_error: string | null;
                         /** Format: date-time */
@@ -6487,7 +6487,7 @@ export interface operations {
                         to: string;
                         subject: string;
                         /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                        status: "pending" | "sent" | "failed" | "suppressed";
+                        status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                         attempts: number;
                         last_error: string | null;
                         /** Format: date-time */
@@ -16466,7 +16466,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
-                status?: "pending" | "sent" | "failed" | "suppressed";
+                status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
             path?: never;
@@ -16487,7 +16487,7 @@ export interface operations {
                             to: string;
                             subject: string;
                             /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                            status: "pending" | "sent" | "failed" | "suppressed";
+                            status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                             attempts: number;
                             last_error: string | null;
                             /** Format: date-time */
@@ -16721,7 +16721,7 @@ export interface operations {
                         to: string;
                         subject: string;
                         /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                        status: "pending" | "sent" | "failed" | "suppressed";
+                        status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                         attempts: number;
                         last_error: string | null;
                         /** Format: date-time */
@@ -16949,7 +16949,7 @@ export interface operations {
                         to: string;
                         subject: string;
                         /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-                        status: "pending" | "sent" | "failed" | "suppressed";
+                        status: "requested" | "pending" | "sent" | "failed" | "suppressed";
                         attempts: number;
                         last_error: string | null;
                         /** Format: date-time */

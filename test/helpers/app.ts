@@ -78,7 +78,7 @@ export async function makeTestApp(
   }
   const app = createApp(deps)
   deps.webhooks.worker.start()
-  deps.mail.worker?.start()
+  deps.mail.worker.start()
   const call = (method: string, path: string, init: CallInit = {}) => send(app, method, path, init)
   return {
     app,
@@ -91,7 +91,7 @@ export async function makeTestApp(
     post: (path: string, json: unknown, init?: CallInit) => call('POST', path, { json, ...init }),
     async [Symbol.asyncDispose]() {
       await deps.webhooks.worker.stop()
-      await deps.mail.worker?.stop()
+      await deps.mail.worker.stop()
       await deps.close().catch(() => {})
       await data[Symbol.asyncDispose]()
     },

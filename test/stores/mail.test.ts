@@ -81,7 +81,7 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     const [claimed] = await env.a.mail.claimDue(10)
     await env.a.mail.markSent(claimed?.id as number)
     expect(await env.b.mail.claimDue(10)).toEqual([])
-    expect(await env.b.mail.earliestDue()).toBeNull()
+    expect(await env.b.mail.earliestDue(true)).toBeNull()
     expect(await env.b.mail.get(claimed?.id as number)).toMatchObject({
       status: 'sent',
       attempts: 1,
@@ -98,7 +98,7 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     const retryAt = env.clock.now() + 2000
     await env.a.mail.markFailed(id, '421 try again later', retryAt)
     expect(await env.b.mail.claimDue(10)).toEqual([])
-    expect(await env.b.mail.earliestDue()).toBe(retryAt)
+    expect(await env.b.mail.earliestDue(true)).toBe(retryAt)
     expect(await env.b.mail.get(id)).toMatchObject({
       status: 'pending',
       attempts: 1,
@@ -109,7 +109,7 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     const [again] = await env.b.mail.claimDue(10)
     expect(again).toMatchObject({ id, attempts: 1 })
     await env.b.mail.markFailed(id, '550 no such mailbox', null)
-    expect(await env.a.mail.earliestDue()).toBeNull()
+    expect(await env.a.mail.earliestDue(true)).toBeNull()
     expect((await env.a.mail.list({ limit: 10, offset: 0 }, 'failed')).total).toBe(1)
     expect(await env.a.mail.resend(id)).toMatchObject({ id, status: 'pending', attempts: 0 })
     expect((await env.b.mail.claimDue(10)).map((message) => message.id)).toEqual([id])
@@ -132,28 +132,73 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     }
   })
 
-  test('suppressed requests are kept, never due, and counted with the rest per address and per client', async () => {
+  test('a request is one row the same for every address; the worker fulfils or suppresses it, once', async () => {
     await using env = await twoBackends()
-    await enqueue(env.a, mail(1, 'Ada@Example.com'))
+    const request = (n: number, to: string) =>
+      env.a.transaction((tx) =>
+        tx.mail.request({
+          flow: 'password-reset',
+          to,
+          clientIp: '192.0.2.1',
+          linkBase: 'https://roster.example',
+          messageId: `<r${n}@roster.example>`,
+        }),
+      )
+    await request(1, 'Ada@Example.com')
     env.clock.advance(1000)
-    await env.a.transaction((tx) =>
-      tx.mail.suppress({
+    await request(2, 'nobody@example.com')
+    // Requested rows are written before they are sent: not due for sending, due for writing.
+    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.earliestDue(false)).toBe(env.clock.now() - 1000)
+    const claimed = await env.b.mail.claimRequested(10)
+    expect(claimed).toEqual([
+      {
+        id: expect.any(Number),
         flow: 'password-reset',
-        to: 'ada@example.COM',
+        to: 'Ada@Example.com',
         clientIp: '192.0.2.1',
-        reason: 'no account has this address',
-      }),
-    )
-    expect((await env.b.mail.claimDue(10)).length).toBe(1)
-    const suppressed = await env.b.mail.list({ limit: 10, offset: 0 }, 'suppressed')
-    expect(suppressed.data).toMatchObject([
-      { status: 'suppressed', last_error: 'no account has this address', text: null },
+        linkBase: 'https://roster.example',
+        messageId: '<r1@roster.example>',
+      },
+      expect.objectContaining({ to: 'nobody@example.com' }),
     ])
+    if (env.a.shared) expect(await env.a.mail.claimRequested(10)).toEqual([])
+    const [ada, nobody] = claimed as unknown as [{ id: number }, { id: number }]
+    await env.b.transaction(async (tx) => {
+      await tx.mail.fulfil(ada.id, 'ada@example.com', {
+        subject: 'Reset',
+        text: 'the link',
+        html: '<p>the link</p>',
+      })
+      await tx.mail.suppress(nobody.id, 'no account has this address')
+    })
+    // A second worker's late write changes nothing: only a requested row is written.
+    await env.a.transaction((tx) => tx.mail.suppress(ada.id, 'late'))
+    expect(await env.a.mail.claimRequested(10)).toEqual([])
+    expect(await env.a.mail.earliestDue(false)).toBeNull()
+    expect(await env.a.mail.claimDue(10)).toMatchObject([
+      {
+        id: ada.id,
+        to: 'ada@example.com',
+        subject: 'Reset',
+        text: 'the link',
+        messageId: '<r1@roster.example>',
+      },
+    ])
+    expect((await env.b.mail.list({ limit: 10, offset: 0 }, 'suppressed')).data).toMatchObject([
+      {
+        id: nobody.id,
+        status: 'suppressed',
+        last_error: 'no account has this address',
+        text: null,
+      },
+    ])
+    // The limits count both, by address (without regard to case) and by client.
     const since = new Date(env.clock.now() - 60_000).toISOString()
     const count = (counter: { toKey: string } | { clientIp: string }) =>
       env.b.transaction((tx) => tx.mail.countSince(counter, since))
     expect(await count({ toKey: 'ada@example.com' })).toEqual({
-      count: 2,
+      count: 1,
       oldest: new Date(env.clock.now() - 1000).toISOString(),
     })
     expect(await count({ clientIp: '192.0.2.1' })).toMatchObject({ count: 2 })

@@ -1,14 +1,18 @@
 import type { SQL } from 'bun'
 import {
+  type MailContent,
   type MailCounter,
   type MailOutbox,
+  type MailRequest,
   type MailStatus,
   type MailView,
   type MailWrites,
   type NewMail,
   type OutgoingRow,
   outgoingOfRow,
-  type SuppressedMail,
+  type RequestedMail,
+  type RequestedRow,
+  requestedOfRow,
 } from '../../mail/outbox'
 import { SMTP_SEND_LIMIT_MS } from '../../smtp/transport'
 import { emailKey } from '../../users/records'
@@ -47,13 +51,47 @@ export function createPgMailOutbox(
       VALUES (${mail.messageId}, ${mail.flow}, ${mail.to}, ${emailKey(mail.to)}, ${mail.clientIp},
         ${mail.subject}, ${mail.text}, ${mail.html}, 'pending', ${at.toISOString()}, ${at.getTime()})`
   }
-  const suppress = async (sql: SQL, mail: SuppressedMail) => {
+  const request = async (sql: SQL, mail: MailRequest) => {
+    const at = now()
     await sql`
-      INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject, status,
-        last_error, created_at)
-      VALUES (${`<suppressed-${crypto.randomUUID()}@roster>`}, ${mail.flow}, ${mail.to},
-        ${emailKey(mail.to)}, ${mail.clientIp}, '', 'suppressed', ${mail.reason},
-        ${now().toISOString()})`
+      INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, link_base,
+        subject, status, created_at, next_attempt_at)
+      VALUES (${mail.messageId}, ${mail.flow}, ${mail.to}, ${emailKey(mail.to)}, ${mail.clientIp},
+        ${mail.linkBase}, '', 'requested', ${at.toISOString()}, ${at.getTime()})`
+  }
+  const fulfil = async (sql: SQL, id: number, to: string, content: MailContent) => {
+    await sql`
+      UPDATE mail_outbox SET status = 'pending', to_address = ${to}, subject = ${content.subject},
+        text_body = ${content.text}, html_body = ${content.html}, lease_until = NULL
+      WHERE id = ${id} AND status = 'requested'`
+  }
+  const suppress = async (sql: SQL, id: number, reason: string) => {
+    await sql`
+      UPDATE mail_outbox SET status = 'suppressed', last_error = ${reason},
+        next_attempt_at = NULL, lease_until = NULL
+      WHERE id = ${id} AND status = 'requested'`
+  }
+  /** Leases up to `limit` due rows of `status` no one holds, earliest first. */
+  const claim = async <T extends { id: number }>(
+    status: string,
+    limit: number,
+    columns: string,
+  ) => {
+    const at = now().getTime()
+    const rows = await pool.unsafe<(T & { due: number })[]>(
+      `UPDATE mail_outbox m SET lease_until = $1
+       FROM (
+         SELECT id FROM mail_outbox
+         WHERE next_attempt_at <= $2 AND status = $3 AND (lease_until IS NULL OR lease_until <= $2)
+         ORDER BY next_attempt_at, id LIMIT $4
+         FOR UPDATE SKIP LOCKED
+       ) due
+       WHERE m.id = due.id
+       RETURNING ${columns}, m.next_attempt_at::float8 AS due`,
+      [at + leaseMs, at, status, limit],
+    )
+    // Earliest due first, as the claim chose them (UPDATE … RETURNING keeps no order).
+    return rows.sort((a, b) => a.due - b.due || a.id - b.id)
   }
   const countSince = async (sql: SQL, counter: MailCounter, since: string) => {
     const [row] =
@@ -68,28 +106,30 @@ export function createPgMailOutbox(
   }
   const writesOf = (sql: SQL) => ({
     enqueue: (mail: NewMail) => enqueue(sql, mail),
-    suppress: (mail: SuppressedMail) => suppress(sql, mail),
+    request: (mail: MailRequest) => request(sql, mail),
+    fulfil: (id: number, to: string, content: MailContent) => fulfil(sql, id, to, content),
+    suppress: (id: number, reason: string) => suppress(sql, id, reason),
     countSince: (counter: MailCounter, since: string) => countSince(sql, counter, since),
   })
   return {
     inUnit: writesOf,
     ...writesOf(pool),
 
+    async claimRequested(limit): Promise<RequestedMail[]> {
+      const rows = await claim<RequestedRow>(
+        'requested',
+        limit,
+        'm.id, m.flow, m.to_address, m.client_ip, m.link_base, m.message_id',
+      )
+      return rows.map(requestedOfRow)
+    },
+
     async claimDue(limit) {
-      const at = now().getTime()
-      const rows = await pool<(OutgoingRow & { due: number })[]>`
-        UPDATE mail_outbox m SET lease_until = ${at + leaseMs}
-        FROM (
-          SELECT id FROM mail_outbox
-          WHERE next_attempt_at <= ${at} AND (lease_until IS NULL OR lease_until <= ${at})
-          ORDER BY next_attempt_at, id LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED
-        ) due
-        WHERE m.id = due.id
-        RETURNING m.id, m.message_id, m.to_address, m.subject, m.text_body, m.html_body,
-                  m.attempts, m.next_attempt_at::float8 AS due`
-      // Earliest due first, as the claim chose them (UPDATE … RETURNING keeps no order).
-      rows.sort((a, b) => a.due - b.due || a.id - b.id)
+      const rows = await claim<OutgoingRow>(
+        'pending',
+        limit,
+        'm.id, m.message_id, m.to_address, m.subject, m.text_body, m.html_body, m.attempts',
+      )
       return rows.map(outgoingOfRow)
     },
 
@@ -114,11 +154,12 @@ export function createPgMailOutbox(
       await pool`UPDATE mail_outbox SET lease_until = NULL WHERE id = ANY(${ids}::int[])`
     },
 
-    async earliestDue() {
+    async earliestDue(sending) {
       // A leased message falls due again when its lease lapses (its holder may have died).
       const [row] = await pool<{ at: number | null }[]>`
         SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0)))::float8 AS at
-        FROM mail_outbox WHERE next_attempt_at IS NOT NULL`
+        FROM mail_outbox
+        WHERE next_attempt_at IS NOT NULL AND (${sending} OR status = 'requested')`
       return row?.at ?? null
     },
 

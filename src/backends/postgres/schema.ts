@@ -255,6 +255,8 @@ export const mailOutbox = pgTable(
     toKey: text('to_key').notNull(),
     /** Who asked for it (the per-IP limit); null for mail no request asked for. */
     clientIp: text('client_ip'),
+    /** A requested message's links start here (--public-url, or the loopback origin asked on). */
+    linkBase: text('link_base'),
     subject: text('subject').notNull(),
     textBody: text('text_body'),
     htmlBody: text('html_body'),

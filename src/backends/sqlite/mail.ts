@@ -1,14 +1,17 @@
 import type { PageRequest } from '../../db/page'
 import {
+  type MailContent,
   type MailCounter,
   type MailOutbox,
+  type MailRequest,
   type MailStatus,
   type MailView,
   type MailWrites,
   type NewMail,
   type OutgoingRow,
   outgoingOfRow,
-  type SuppressedMail,
+  type RequestedRow,
+  requestedOfRow,
 } from '../../mail/outbox'
 import { emailKey } from '../../users/records'
 import type { Store } from './connection'
@@ -18,9 +21,6 @@ import { settle } from './settle'
 export interface SqliteMailOutbox extends MailOutbox {
   readonly inUnit: MailWrites
 }
-
-/** A suppressed row's Message-ID: unique, and never sent. */
-const suppressedId = () => `<suppressed-${crypto.randomUUID()}@roster>`
 
 const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_error, created_at,
   sent_at, text_body AS text`
@@ -40,12 +40,27 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
        html_body, status, created_at, next_attempt_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
   )
-  const insertSuppressed = writer.query<
+  const insertRequest = writer.query<
     Record<string, never>,
-    [string, string, string, string, string | null, string, string]
+    [string, string, string, string, string | null, string, string, number]
   >(
-    `INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, subject, status,
-       last_error, created_at) VALUES (?, ?, ?, ?, ?, '', 'suppressed', ?, ?)`,
+    `INSERT INTO mail_outbox (message_id, flow, to_address, to_key, client_ip, link_base, subject,
+       status, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, '', 'requested', ?, ?)`,
+  )
+  const fulfil = writer.query<Record<string, never>, [string, string, string, string, number]>(
+    `UPDATE mail_outbox SET status = 'pending', to_address = ?, subject = ?, text_body = ?,
+       html_body = ? WHERE id = ? AND status = 'requested'`,
+  )
+  const suppress = writer.query<Record<string, never>, [string, number]>(
+    `UPDATE mail_outbox SET status = 'suppressed', last_error = ?, next_attempt_at = NULL
+     WHERE id = ? AND status = 'requested'`,
+  )
+  const requested = reader.query<RequestedRow, [number, number]>(
+    `SELECT id, flow, to_address, client_ip, link_base, message_id FROM mail_outbox
+     WHERE next_attempt_at <= ? AND status = 'requested' ORDER BY next_attempt_at, id LIMIT ?`,
+  )
+  const earliestRequested = reader.query<{ at: number | null }, []>(
+    "SELECT min(next_attempt_at) AS at FROM mail_outbox WHERE status = 'requested'",
   )
   const countTo = writer.query<{ count: number; oldest: string | null }, [string, string]>(
     `SELECT count(*) AS count, min(created_at) AS oldest FROM mail_outbox
@@ -57,7 +72,7 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
   )
   const due = reader.query<OutgoingRow, [number, number]>(
     `SELECT id, message_id, to_address, subject, text_body, html_body, attempts FROM mail_outbox
-     WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+     WHERE next_attempt_at <= ? AND status = 'pending' ORDER BY next_attempt_at, id LIMIT ?`,
   )
   const earliest = reader.query<{ at: number | null }, []>(
     'SELECT min(next_attempt_at) AS at FROM mail_outbox',
@@ -112,15 +127,17 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
     )
   }
 
-  const suppress = (mail: SuppressedMail) => {
-    insertSuppressed.run(
-      suppressedId(),
+  const request = (mail: MailRequest) => {
+    const at = now()
+    insertRequest.run(
+      mail.messageId,
       mail.flow,
       mail.to,
       emailKey(mail.to),
       mail.clientIp,
-      mail.reason,
-      now().toISOString(),
+      mail.linkBase,
+      at.toISOString(),
+      at.getTime(),
     )
   }
   const countSince = (counter: MailCounter, since: string) =>
@@ -129,13 +146,23 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
       : countFrom.get(counter.clientIp, since)) ?? { count: 0, oldest: null }
   const writesOf = (run: <T>(work: () => T) => Promise<T>) => ({
     enqueue: (mail: NewMail) => run(() => enqueue(mail)),
-    suppress: (mail: SuppressedMail) => run(() => suppress(mail)),
+    request: (mail: MailRequest) => run(() => request(mail)),
+    fulfil: (id: number, to: string, content: MailContent) =>
+      run(() => {
+        fulfil.run(to, content.subject, content.text, content.html, id)
+      }),
+    suppress: (id: number, reason: string) =>
+      run(() => {
+        suppress.run(reason, id)
+      }),
     countSince: (counter: MailCounter, since: string) => run(() => countSince(counter, since)),
   })
 
   return {
     inUnit: writesOf(settle),
     ...writesOf((work) => writes.run(work)),
+    claimRequested: (limit) =>
+      settle(() => requested.all(now().getTime(), limit).map(requestedOfRow)),
     claimDue: (limit) => settle(() => due.all(now().getTime(), limit).map(outgoingOfRow)),
     markSent: (id) =>
       writes.run(() => {
@@ -147,7 +174,8 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
       }),
     // A claim on SQLite is a read: there is nothing to give back.
     release: () => Promise.resolve(),
-    earliestDue: () => settle(() => earliest.get()?.at ?? null),
+    earliestDue: (sending) =>
+      settle(() => (sending ? earliest : earliestRequested).get()?.at ?? null),
     resend: (id) =>
       writes.run(() => {
         const found = statusOf.get(id)

@@ -109,7 +109,7 @@ describe('POST /auth/password-reset/request and /confirm', () => {
     expect(unknown.status).toBe(known.status)
     expect(unknown.body).toEqual(known.body)
     await t.smtp.waitFor(1)
-    await t.deps.mail.worker?.settled()
+    await t.deps.mail.worker.settled()
     expect(t.smtp.received.map((mail) => mail.to)).toEqual(['ada@example.com'])
     expect(await outboxOf(t, 'suppressed')).toMatchObject([
       { to: 'nobody@example.com', last_error: 'no account has this address', text: null },
@@ -193,7 +193,7 @@ describe('POST /auth/password-reset/request and /confirm', () => {
       'RATE_LIMITED',
     )
     await t.smtp.waitFor(5)
-    await t.deps.mail.worker?.settled()
+    await t.deps.mail.worker.settled()
     expect(t.smtp.received).toHaveLength(5)
   })
 })
@@ -222,7 +222,7 @@ describe('POST /auth/verify-email/request and /confirm', () => {
     await t.call('POST', '/auth/verify-email/request', {
       headers: { authorization: `Bearer ${token}` },
     })
-    await t.deps.mail.worker?.settled()
+    await t.deps.mail.worker.settled()
     expect(t.smtp.received).toHaveLength(1)
   })
 
@@ -266,6 +266,7 @@ describe('GET /mail and POST /mail/{id}/resend', () => {
     expect(
       (await t.post('/auth/password-reset/request', { email: 'ada@example.com' })).status,
     ).toBe(202)
+    await t.deps.mail.worker.settled()
     expectEnvelope(await t.get('/mail'), 401, 'UNAUTHORIZED')
     const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
     expectEnvelope(await t.get('/mail', { headers: { 'x-api-key': readOnly } }), 403, 'FORBIDDEN')
@@ -312,6 +313,7 @@ describe('GET /mail and POST /mail/{id}/resend', () => {
       }),
     )
     expect(response.status).toBe(202)
+    await t.deps.mail.worker.settled()
     const [message] = await outboxOf(t)
     expect(message?.text).toContain('http://localhost:8080/auth/password-reset?token=rat_')
     expect(message?.text).not.toContain('evil.example')
