@@ -11,7 +11,7 @@ import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
-import { mailFlowRoutes } from './routes/account/mail-flows'
+import { accountChangeRoutes, mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
@@ -92,6 +92,7 @@ export function createApp(
     app.use(usersRoutes(inputs.users, prefix, version))
     app.use(accountRoutes(inputs.account, prefix))
     app.use(mailFlowRoutes(inputs.mailFlows, prefix))
+    app.use(accountChangeRoutes(inputs.mailFlows, prefix))
     app.use(mailRoutes(inputs.mail, prefix))
     app.use(groupRoutes(inputs.groups, prefix))
     app.use(authRoutes(inputs.apiKeys, prefix))
@@ -151,7 +152,7 @@ function routeInputs(deps: Deps) {
       credentials: deps.credentials,
       config,
     },
-    mailFlows: { auth, flows: deps.mail.flows, config },
+    mailFlows: { auth, flows: deps.mail.flows, credentials: deps.credentials, config },
     mail: {
       auth,
       outbox: deps.mail.outbox,

@@ -1,12 +1,15 @@
 import type { Transaction } from '../db/unit'
-import { AppError, type ErrorCode } from '../errors/errors'
-import type { MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
+import { fieldDetail } from '../errors/details'
+import { AppError, conflict, type ErrorCode, notFound, validationFailed } from '../errors/errors'
+import type { MailContent, MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
 import { emailKey, type UserRecord } from '../users/records'
 import type { UserStore, UserWrites } from '../users/store'
 import { render, type Template, type TemplateValues } from './templates'
 import {
   type AccountTokenWrites,
+  codeHashOf,
   newAccountToken,
+  newCode,
   TOKEN_TTL_MS,
   type TokenFlow,
   type TokenRefusal,
@@ -69,7 +72,30 @@ export interface AccountFlows {
    * it with why (no account has the address, it is verified already).
    */
   prepare(requested: RequestedMail): Promise<void>
+  /** Mails a sign-in link and a 6-digit code when `email` has an account (as a reset does). */
+  requestMagicLink(email: string, asker: Asker): Promise<void>
+  /**
+   * Spends a magic link, or a code for an address (5 tries, counted even when wrong), and
+   * answers whom it signs in; the caller issues the credentials, as /login does. Following it
+   * proves the mailbox, so the address counts as verified.
+   */
+  confirmMagicLink(proof: { token: string } | { email: string; code: string }): Promise<UserRecord>
+  /**
+   * Mails a confirmation link to `newEmail` and a notice to the user's current address.
+   * CONFLICT when another account has `newEmail` (the signed-in user could find that out by
+   * changing its address anyway); VALIDATION_ERROR when it is the current one.
+   */
+  requestEmailChange(userId: number, newEmail: string, asker: Asker): Promise<void>
+  /** Spends an email-change link: the address becomes the new one, verified. */
+  confirmEmailChange(token: string): Promise<UserRecord>
+  /** Mails an invitation to the user's address (NOT_FOUND when there is no such user). */
+  invite(userId: number, asker: Asker): Promise<void>
+  /** Spends an invitation: the password is set, and the address counts as verified. */
+  confirmInvitation(token: string, passwordHash: string): Promise<UserRecord>
 }
+
+/** The flows anyone may ask for by naming an address (written off the request path). */
+const REQUESTED_BY_ADDRESS = new Set<MailFlow>(['verify-email', 'password-reset', 'magic-link'])
 
 const REFUSALS: Record<TokenRefusal, { code: ErrorCode; message: string }> = {
   unknown: { code: 'TOKEN_INVALID', message: 'This link is not valid; ask for a new one' },
@@ -114,6 +140,42 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     }
   }
 
+  /**
+   * Issues a token of `flow` for `user`, sent to `to`, in the unit `tx`, and renders its
+   * message (a magic link carries a 6-digit code too).
+   */
+  async function issueToken(
+    tx: FlowStores,
+    flow: TokenFlow,
+    user: { id: number; name: string },
+    to: string,
+    linkBase: string,
+    extra: Partial<TemplateValues> = {},
+  ): Promise<MailContent> {
+    const { token, tokenHash } = newAccountToken()
+    const code = flow === 'magic-link' ? newCode(tokenHash) : null
+    const at = now().getTime()
+    const ttl = TOKEN_TTL_MS[flow]
+    await tx.accountTokens.issue({
+      userId: user.id,
+      flow,
+      tokenHash,
+      codeHash: code?.codeHash ?? null,
+      email: to,
+      createdAt: at,
+      expiresAt: at + ttl,
+    })
+    return render(templates[flow], {
+      name: user.name,
+      email: to,
+      link: `${linkBase}${LINK_PATHS[flow]}?token=${token}`,
+      expires_in: inWords(ttl),
+      code: code?.code ?? '',
+      new_email: '',
+      ...extra,
+    })
+  }
+
   /** One token and its message, written together in the unit `tx` (the requested row). */
   async function sendToken(
     tx: FlowStores,
@@ -121,27 +183,25 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     flow: TokenFlow,
     user: { id: number; name: string; email: string },
   ): Promise<void> {
-    const { token, tokenHash } = newAccountToken()
-    const at = now().getTime()
-    const ttl = TOKEN_TTL_MS[flow]
-    await tx.accountTokens.issue({
-      userId: user.id,
+    const content = await issueToken(tx, flow, user, user.email, request.linkBase)
+    await tx.mail.fulfil(request.id, user.email, content)
+  }
+
+  /** A message written now, in the unit `tx` (flows whose recipient the caller knows). */
+  async function enqueue(
+    tx: FlowStores,
+    flow: MailFlow,
+    to: string,
+    content: MailContent,
+    asker: Asker,
+  ) {
+    await tx.mail.enqueue({
       flow,
-      tokenHash,
-      codeHash: null,
-      email: user.email,
-      createdAt: at,
-      expiresAt: at + ttl,
+      to,
+      ...content,
+      messageId: `<${crypto.randomUUID()}@${options.messageHost}>`,
+      clientIp: asker.clientIp,
     })
-    const values: TemplateValues = {
-      name: user.name,
-      email: user.email,
-      link: `${request.linkBase}${LINK_PATHS[flow]}?token=${token}`,
-      expires_in: inWords(ttl),
-      code: '',
-      new_email: '',
-    }
-    await tx.mail.fulfil(request.id, user.email, render(templates[flow], values))
   }
 
   /**
@@ -172,7 +232,7 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     if (request.flow === 'verify-email' && user.email_verified_at !== null) {
       return { suppressed: 'the address is verified already' }
     }
-    if (request.flow !== 'verify-email' && request.flow !== 'password-reset') {
+    if (!REQUESTED_BY_ADDRESS.has(request.flow)) {
       return { suppressed: `${request.flow} is not asked for by address` }
     }
     return { user }
@@ -192,13 +252,7 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     },
 
     async confirmVerification(token) {
-      return await transaction(async (tx) => {
-        const used = await spend(tx, 'verify-email', token)
-        const user = await tx.users.verifyEmail(used.userId, used.email)
-        // The account has left the address since (its tokens ended then): nothing to verify.
-        if (user === null) throw tokenRefused('used')
-        return user
-      })
+      return await transaction(async (tx) => verified(tx, await spend(tx, 'verify-email', token)))
     },
 
     async requestPasswordReset(email, asker) {
@@ -214,15 +268,109 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     },
 
     async confirmPasswordReset(token, passwordHash) {
-      return await transaction(async (tx) => {
-        const used = await spend(tx, 'password-reset', token)
-        await tx.users.update(used.userId, { passwordHash }, { versions: null })
-        return (
-          (await tx.users.verifyEmail(used.userId, used.email)) ??
-          (await tx.users.update(used.userId, {}, { versions: null }))
+      return await transaction((tx) => setPassword(tx, 'password-reset', token, passwordHash))
+    },
+
+    async requestMagicLink(email, asker) {
+      await request('magic-link', email, asker)
+    },
+
+    async confirmMagicLink(proof) {
+      if ('token' in proof) {
+        return await transaction(async (tx) => {
+          const used = await spend(tx, 'magic-link', proof.token)
+          return await verified(tx, used)
+        })
+      }
+      const account = await users.byEmail(proof.email)
+      if (account === null) throw tokenRefused('unknown')
+      // The unit commits a wrong try too (it counts); the refusal is thrown after it.
+      const outcome = await transaction(async (tx) => {
+        const used = await tx.accountTokens.useCode(
+          account.id,
+          (tokenHash) => codeHashOf(tokenHash, proof.code),
+          now().getTime(),
         )
+        return typeof used === 'string' ? used : await verified(tx, used)
+      })
+      if (typeof outcome === 'string') throw tokenRefused(outcome)
+      return outcome
+    },
+
+    async requestEmailChange(userId, newEmail, asker) {
+      const user = await users.get(userId)
+      if (user === null) throw notFound('No user with this id')
+      if (emailKey(newEmail) === emailKey(user.email)) {
+        throw validationFailed([fieldDetail('new_email', 'is the current address', newEmail)])
+      }
+      if ((await users.byEmail(newEmail)) !== null) {
+        throw conflict('A user with this email already exists', [
+          fieldDetail('new_email', 'is already in use', newEmail),
+        ])
+      }
+      await transaction(async (tx) => {
+        await withinLimits(tx.mail, newEmail, asker.clientIp)
+        const link = await issueToken(tx, 'email-change', user, newEmail, asker.linkBase)
+        await enqueue(tx, 'email-change', newEmail, link, asker)
+        const notice = render(templates['email-changed'], {
+          name: user.name,
+          email: user.email,
+          link: '',
+          expires_in: '',
+          code: '',
+          new_email: newEmail,
+        })
+        await enqueue(tx, 'email-changed', user.email, notice, asker)
+      })
+      options.onMail()
+    },
+
+    async confirmEmailChange(token) {
+      return await transaction(async (tx) => {
+        const used = await spend(tx, 'email-change', token)
+        // CONFLICT if another account took the address meanwhile; the unit keeps the token.
+        await tx.users.update(used.userId, { email: used.email }, { versions: null })
+        return await verified(tx, used)
       })
     },
+
+    async invite(userId, asker) {
+      const user = await users.get(userId)
+      if (user === null) throw notFound('No user with this id')
+      await transaction(async (tx) => {
+        await withinLimits(tx.mail, user.email, null)
+        const content = await issueToken(tx, 'invitation', user, user.email, asker.linkBase)
+        await enqueue(tx, 'invitation', user.email, content, asker)
+      })
+      options.onMail()
+    },
+
+    async confirmInvitation(token, passwordHash) {
+      return await transaction((tx) => setPassword(tx, 'invitation', token, passwordHash))
+    },
+  }
+
+  /** The user of a spent token with its address verified (it proved the mailbox). */
+  async function verified(tx: FlowStores, used: UsedToken): Promise<UserRecord> {
+    const user = await tx.users.verifyEmail(used.userId, used.email)
+    // The account left that address since (which ended its tokens): the token is spent.
+    if (user === null) throw tokenRefused('used')
+    return user
+  }
+
+  /**
+   * Spends a reset or invitation token and sets the password: every session and token of the
+   * account ends, and so do the other links mailed to it.
+   */
+  async function setPassword(
+    tx: FlowStores,
+    flow: 'password-reset' | 'invitation',
+    token: string,
+    passwordHash: string,
+  ): Promise<UserRecord> {
+    const used = await spend(tx, flow, token)
+    await tx.users.update(used.userId, { passwordHash }, { versions: null })
+    return await verified(tx, used)
   }
 }
 

@@ -73,3 +73,27 @@ export const PASSWORD_RESET_PAGE = page(
   'Set the new password',
   'Your password is changed. Sign in with the new one.',
 )
+
+export const MAGIC_LINK_PAGE = page(
+  'Sign in',
+  'Press the button to sign in on this device.',
+  '',
+  'Sign in',
+  'You are signed in. You may close this page.',
+)
+
+export const EMAIL_CHANGE_PAGE = page(
+  'Confirm your new email address',
+  'Press the button to make this address the account’s address.',
+  '',
+  'Confirm the new address',
+  'Your address is changed. Sign in with it from now on.',
+)
+
+export const INVITATION_PAGE = page(
+  'Welcome',
+  'Choose the password of your new account.',
+  '<label for="password">Password (at least 8 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="128" required>',
+  'Set my password',
+  'Your account is ready. Sign in with your address and this password.',
+)

@@ -1,22 +1,37 @@
 import { Elysia } from 'elysia'
 import type { AccountFlows, Asker } from '../../accounts/flows'
 import { hashPassword } from '../../auth/passwords'
+import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
 import type { Config } from '../../config'
 import { isLoopbackHost } from '../../config-values'
+import { parseRowId } from '../../db/row-id'
 import { fieldDetail } from '../../errors/details'
-import { validationFailed } from '../../errors/errors'
+import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
+import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { toView } from '../../users/records'
-import type { AuthPlugin } from '../auth/plugin'
+import { sessionCookie, writeSessionCookie } from '../auth/cookies'
+import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
 import { principalOf } from '../auth/principal'
-import { guardOf } from '../authorisation'
+import { guardOf, type Operation } from '../authorisation'
 import { UserView } from '../users/schema'
-import { LINK_PAGE_HEADERS, PASSWORD_RESET_PAGE, VERIFY_EMAIL_PAGE } from './link-pages'
+import {
+  EMAIL_CHANGE_PAGE,
+  INVITATION_PAGE,
+  LINK_PAGE_HEADERS,
+  MAGIC_LINK_PAGE,
+  PASSWORD_RESET_PAGE,
+  VERIFY_EMAIL_PAGE,
+} from './link-pages'
 import {
   Accepted,
+  EmailChangeRequest,
   EmailRequest,
+  InvitationConfirmation,
+  LoginAnswer,
+  MagicLinkConfirmation,
   PasswordResetConfirmation,
   TokenConfirmation,
   VerificationRequest,
@@ -27,7 +42,9 @@ const tags = ['account by email']
 export interface MailFlowRouteInputs {
   auth: AuthPlugin
   flows: AccountFlows
-  config: Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
+  /** Issues the session and token a magic link signs in with. */
+  credentials: Pick<CredentialStore, 'issue'>
+  config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -62,25 +79,33 @@ export function linkBase(request: Request, publicUrl: string | null): string {
   return loopback ? url.origin : `http://localhost${url.port === '' ? '' : `:${url.port}`}`
 }
 
+/** What both route modules derive from their inputs: guards, who asks, link pages. */
+function routeKit(inputs: MailFlowRouteInputs) {
+  const { config } = inputs
+  return {
+    guard: (operation: Operation) => guardOf(operation, config.usersAccess),
+    asker: (request: Request, server: Parameters<typeof clientIp>[1]): Asker => ({
+      clientIp: clientIp(request, server, config.trustProxy),
+      linkBase: linkBase(request, config.publicUrl),
+    }),
+    html: (body: string) => new Response(body, { headers: LINK_PAGE_HEADERS }),
+  }
+}
+
 /**
  * CONTRACT section 14's flows: verification and password reset. A request answers 202 the same
  * way for every address; a confirmation spends the link's token (400 TOKEN_* when it cannot).
  * Each link opens a page (GET) that asks for a click before it confirms.
  */
 export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
-  const { auth, flows, config } = inputs
-  const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
+  const { auth, flows } = inputs
+  const { guard, asker, html } = routeKit(inputs)
   const verifyRequest = guard('POST /auth/verify-email/request')
   const verifyConfirm = guard('POST /auth/verify-email/confirm')
   const verifyPage = guard('GET /auth/verify-email')
   const resetRequest = guard('POST /auth/password-reset/request')
   const resetConfirm = guard('POST /auth/password-reset/confirm')
   const resetPage = guard('GET /auth/password-reset')
-  const asker = (request: Request, server: Parameters<typeof clientIp>[1]): Asker => ({
-    clientIp: clientIp(request, server, config.trustProxy),
-    linkBase: linkBase(request, config.publicUrl),
-  })
-  const html = (body: string) => new Response(body, { headers: LINK_PAGE_HEADERS })
 
   return new Elysia({ prefix })
     .use(auth)
@@ -193,4 +218,216 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
         responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
       },
     })
+}
+
+/**
+ * Magic links, email changes and invitations (a module apart from mailFlowRoutes only so that
+ * TypeScript can still type each chain of routes).
+ */
+export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, flows, config, credentials } = inputs
+  const { guard, asker, html } = routeKit(inputs)
+  const magicRequest = guard('POST /auth/magic-link/request')
+  const magicConfirm = guard('POST /auth/magic-link/confirm')
+  const magicPage = guard('GET /auth/magic-link')
+  const changeRequest = guard('POST /auth/email-change/request')
+  const changeConfirm = guard('POST /auth/email-change/confirm')
+  const changePage = guard('GET /auth/email-change')
+  const invite = guard('POST /users/:id/invite')
+  const inviteConfirm = guard('POST /auth/invitation/confirm')
+  const invitePage = guard('GET /auth/invitation')
+
+  return new Elysia({ prefix })
+    .use(auth)
+    .post(
+      '/auth/magic-link/request',
+      async ({ body, request, server, set }) => {
+        await flows.requestMagicLink(body.email, asker(request, server))
+        set.status = 202
+        return ACCEPTED
+      },
+      {
+        ...magicRequest.hook,
+        parse: jsonBody(),
+        body: EmailRequest,
+        detail: {
+          tags,
+          summary: 'Mail a sign-in link and code',
+          description:
+            '202 the same way whether or not the address has an account. The message carries a link to `/auth/magic-link?token=…` and a 6-digit code; both work once and last 15 minutes. Limits as for a reset.',
+          security: magicRequest.security,
+          responses: documented({ 202: Accepted, ...REQUEST_ERRORS }),
+        },
+      },
+    )
+    .post(
+      '/auth/magic-link/confirm',
+      async ({ body, request, cookie, set }) => {
+        const user = await flows.confirmMagicLink(magicLinkProof(body))
+        const issued = await credentials.issue(user.id)
+        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
+        set.headers['cache-control'] = NO_STORE
+        return {
+          user: toView(user),
+          access_token: issued.accessToken,
+          token_type: 'Bearer' as const,
+          expires_in: ACCESS_TOKEN_TTL_MS / 1000,
+        }
+      },
+      {
+        ...magicConfirm.hook,
+        parse: jsonBody(),
+        body: MagicLinkConfirmation,
+        detail: {
+          tags,
+          summary: 'Sign in with a magic link or code',
+          description:
+            'Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address.',
+          security: magicConfirm.security,
+          responses: documented({ 200: LoginAnswer, ...CONFIRM_ERRORS }),
+        },
+      },
+    )
+    .get('/auth/magic-link', () => html(MAGIC_LINK_PAGE), {
+      ...magicPage.hook,
+      detail: {
+        tags,
+        summary: 'The page a magic link opens',
+        description: 'HTML. Opening it changes nothing; its button signs in.',
+        security: magicPage.security,
+        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
+      },
+    })
+    .post(
+      '/auth/email-change/request',
+      async ({ body, request, server, set }) => {
+        const principal = principalOf(set)
+        if (principal?.kind !== 'user') {
+          throw new AppError('UNAUTHORIZED', 'Sign in as the user whose address changes')
+        }
+        await flows.requestEmailChange(principal.userId, body.new_email, asker(request, server))
+        set.status = 202
+        return { message: 'A message with a link is on its way to the new address.' }
+      },
+      {
+        ...changeRequest.hook,
+        parse: jsonBody(),
+        body: EmailChangeRequest,
+        detail: {
+          tags,
+          summary: 'Move the signed-in account to a new address',
+          description:
+            'Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. 409 when another account has the new address; 422 when it is the current one.',
+          security: changeRequest.security,
+          responses: documented({
+            202: Accepted,
+            ...errorResponses('UNAUTHORIZED', 'CONFLICT', 'VALIDATION_ERROR', 'RATE_LIMITED'),
+          }),
+        },
+      },
+    )
+    .post(
+      '/auth/email-change/confirm',
+      async ({ body }) => toView(await flows.confirmEmailChange(body.token)),
+      {
+        ...changeConfirm.hook,
+        parse: jsonBody(),
+        body: TokenConfirmation,
+        detail: {
+          tags,
+          summary: 'Confirm a new address',
+          description:
+            'Spends the link: the address becomes the new one, verified; the links mailed to the old one end. 409 when another account took the address meanwhile.',
+          security: changeConfirm.security,
+          responses: documented({
+            200: UserView,
+            ...CONFIRM_ERRORS,
+            ...errorResponses('CONFLICT'),
+          }),
+        },
+      },
+    )
+    .get('/auth/email-change', () => html(EMAIL_CHANGE_PAGE), {
+      ...changePage.hook,
+      detail: {
+        tags,
+        summary: 'The page an email-change link opens',
+        description: 'HTML. Opening it changes nothing; its button confirms.',
+        security: changePage.security,
+        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
+      },
+    })
+    .post(
+      '/users/:id/invite',
+      async ({ params, request, server, set }) => {
+        const id = parseRowId(params.id)
+        if (id === null) throw notFound('No user with this id')
+        await flows.invite(id, asker(request, server))
+        set.status = 202
+        return { message: 'An invitation is on its way.' }
+      },
+      {
+        ...invite.hook,
+        detail: {
+          tags,
+          summary: 'Invite a user to set its password (users:write)',
+          description:
+            'Mails the user a link to `/auth/invitation?token=…` (7 days) where it sets its password; accepting verifies the address. An account that has a password may be invited too (the password is replaced when it accepts).',
+          security: invite.security,
+          responses: documented({
+            202: Accepted,
+            ...errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED'),
+          }),
+        },
+      },
+    )
+    .post(
+      '/auth/invitation/confirm',
+      async ({ body }) =>
+        toView(await flows.confirmInvitation(body.token, await hashPassword(body.password))),
+      {
+        ...inviteConfirm.hook,
+        parse: jsonBody(),
+        body: InvitationConfirmation,
+        detail: {
+          tags,
+          summary: 'Accept an invitation',
+          description:
+            'Spends the invitation and sets the password; the address counts as verified. Answers the user; sign in with POST /login.',
+          security: inviteConfirm.security,
+          responses: documented({ 200: UserView, ...CONFIRM_ERRORS }),
+        },
+      },
+    )
+    .get('/auth/invitation', () => html(INVITATION_PAGE), {
+      ...invitePage.hook,
+      detail: {
+        tags,
+        summary: 'The page an invitation opens',
+        description: 'HTML. Asks for the password and accepts with it.',
+        security: invitePage.security,
+        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
+      },
+    })
+}
+
+/** `{ token }` alone, or `{ email, code }` together; anything else names what is missing. */
+function magicLinkProof(body: {
+  token?: string
+  email?: string
+  code?: string
+}): { token: string } | { email: string; code: string } {
+  const { token, email, code } = body
+  if (token !== undefined && email === undefined && code === undefined) return { token }
+  if (token === undefined && email !== undefined && code !== undefined) return { email, code }
+  const missing = token !== undefined ? 'token' : email === undefined ? 'email' : 'code'
+  throw validationFailed([
+    fieldDetail(
+      missing,
+      token !== undefined
+        ? 'goes alone, without email and code'
+        : 'is required: send { token } or { email, code }',
+      token !== undefined ? '[redacted]' : undefined,
+    ),
+  ])
 }

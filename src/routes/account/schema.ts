@@ -43,23 +43,33 @@ const Token = t.String({
 
 export const EmailRequest = t.Object(
   { email: EmailFormat },
-  { additionalProperties: false, description: 'The address of the account.' },
+  {
+    additionalProperties: false,
+    error: 'must be { "email": … }',
+    description: 'The address of the account.',
+  },
 )
 
 export const VerificationRequest = t.Object(
   { email: t.Optional(EmailFormat) },
   {
     additionalProperties: false,
+    error: 'must be empty, or { "email": … }',
     description:
       'No body (or `{}`) for the signed-in user; `{ email }` for an account that cannot sign in before it is verified (--require-verified-email).',
   },
 )
 
-export const TokenConfirmation = t.Object({ token: Token }, { additionalProperties: false })
+// Every body schema has an `error` of its own: without one, Elysia writes the whole rejected
+// body into its message with JSON.stringify, which a deeply nested body overflows (a 500).
+export const TokenConfirmation = t.Object(
+  { token: Token },
+  { additionalProperties: false, error: 'must be { "token": … }' },
+)
 
 export const PasswordResetConfirmation = t.Object(
   { token: Token, password: Password },
-  { additionalProperties: false },
+  { additionalProperties: false, error: 'must be { "token": …, "password": … }' },
 )
 
 export const Accepted = t.Object({
@@ -67,3 +77,35 @@ export const Accepted = t.Object({
     examples: ['If the address belongs to an account, a message is on its way.'],
   }),
 })
+
+/**
+ * `{ token }` or `{ email, code }`: one object with optional fields (the handler checks which
+ * pair came), not a union, whose error path reads the whole body (a deeply nested one
+ * overflowed the stack).
+ */
+export const MagicLinkConfirmation = t.Object(
+  {
+    token: t.Optional(Token),
+    email: t.Optional(EmailFormat),
+    code: t.Optional(
+      t.String({ pattern: '^[0-9]{6}$', error: 'must be the 6-digit code from the message' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    error: 'must be { "token": … } or { "email": …, "code": … }',
+    description:
+      '`{ token }` from the link, or `{ email, code }` with the 6-digit code from the message.',
+  },
+)
+
+export const EmailChangeRequest = t.Object(
+  { new_email: EmailFormat },
+  {
+    additionalProperties: false,
+    error: 'must be { "new_email": … }',
+    description: 'The address the account should move to.',
+  },
+)
+
+export const InvitationConfirmation = PasswordResetConfirmation

@@ -30,6 +30,11 @@ function documentation(version: string) {
       { name: 'users', description: 'User records' },
       { name: 'groups', description: 'Groups of users (SCIM Groups map onto them)' },
       { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
+      {
+        name: 'account by email',
+        description:
+          'Verification, password reset, magic links, email changes and invitations, through the mail outbox',
+      },
       { name: 'uploads', description: 'Files, streamed to disk' },
       {
         name: 'webhooks',

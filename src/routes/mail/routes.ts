@@ -79,6 +79,8 @@ export function mailRoutes(inputs: MailRouteInputs, prefix: '' | '/v1' | '/v2') 
         detail: {
           tags,
           summary: 'One message of the outbox (users:write)',
+          description:
+            'The message as GET /mail lists it: its text while it is not sent, null once it is.',
           security: read.security,
           responses: documented({
             200: MailView,

@@ -319,3 +319,207 @@ describe('GET /mail and POST /mail/{id}/resend', () => {
     expect(message?.text).not.toContain('evil.example')
   })
 })
+
+/** The 6-digit code in a message's text. */
+const codeOf = (text: string | undefined) => /\b(\d{6})\b/.exec(text ?? '')?.[1] as string
+
+describe('POST /auth/magic-link/request and /confirm', () => {
+  test('the link signs in like /login (token and cookie) and verifies the address; it works once', async () => {
+    await using t = await withMail()
+    const { userId } = await signedIn(t)
+    expect((await t.post('/auth/magic-link/request', { email: 'ada@example.com' })).status).toBe(
+      202,
+    )
+    const [mail] = await t.smtp.waitFor(1)
+    expect(mail?.subject).toBe('Your sign-in link')
+    expect(mail?.link).toStartWith(`${PUBLIC_URL}/auth/magic-link?token=rat_`)
+    expect(codeOf(mail?.text)).toMatch(/^\d{6}$/)
+    const token = tokenOf(mail?.link ?? null)
+    const signIn = await t.post('/v1/auth/magic-link/confirm', { token })
+    expect(signIn.status).toBe(200)
+    expect(signIn.body).toMatchObject({
+      user: { id: userId, email_verified_at: expect.any(String) },
+      token_type: 'Bearer',
+      expires_in: 3600,
+    })
+    expect(signIn.headers.get('set-cookie')).toContain('HttpOnly')
+    const me = await t.get('/me', {
+      headers: { authorization: `Bearer ${signIn.body.access_token}` },
+    })
+    expect(me.body.id).toBe(userId)
+    expectEnvelope(await t.post('/auth/magic-link/confirm', { token }), 400, 'TOKEN_USED')
+  })
+
+  test('the code takes five wrong tries, counted; then even the right one is refused', async () => {
+    await using t = await withMail()
+    await signedIn(t)
+    await t.post('/auth/magic-link/request', { email: 'ada@example.com' })
+    const [mail] = await t.smtp.waitFor(1)
+    const code = codeOf(mail?.text)
+    const wrong = code === '000000' ? '000001' : '000000'
+    for (let i = 0; i < 5; i++) {
+      expectEnvelope(
+        await t.post('/auth/magic-link/confirm', { email: 'ada@example.com', code: wrong }),
+        400,
+        'TOKEN_INVALID',
+      )
+    }
+    expectEnvelope(
+      await t.post('/auth/magic-link/confirm', { email: 'ada@example.com', code }),
+      400,
+      'TOKEN_EXPIRED',
+    )
+    // A fresh message, a fresh code.
+    await t.post('/auth/magic-link/request', { email: 'ada@example.com' })
+    const [, second] = await t.smtp.waitFor(2)
+    const signIn = await t.post('/auth/magic-link/confirm', {
+      email: 'ADA@example.com',
+      code: codeOf(second?.text),
+    })
+    expect(signIn.status).toBe(200)
+    expectEnvelope(
+      await t.post('/auth/magic-link/confirm', { email: 'nobody@example.com', code }),
+      400,
+      'TOKEN_INVALID',
+    )
+    expectEnvelope(
+      await t.post('/auth/magic-link/confirm', { email: 'ada@example.com', code: '12345' }),
+      422,
+      'VALIDATION_ERROR',
+    )
+  })
+})
+
+describe('POST /auth/email-change/request and /confirm', () => {
+  test('the link goes to the new address, the old one is told; confirming moves the account, verified', async () => {
+    await using t = await withMail()
+    const { token, userId } = await signedIn(t)
+    const bearer = { authorization: `Bearer ${token}` }
+    const asked = await t.post(
+      '/auth/email-change/request',
+      { new_email: 'ada@new.example' },
+      { headers: bearer },
+    )
+    expect(asked.status).toBe(202)
+    const received = await t.smtp.waitFor(2)
+    const toNew = received.find((mail) => mail.to === 'ada@new.example')
+    const toOld = received.find((mail) => mail.to === 'ada@example.com')
+    expect(toNew?.link).toStartWith(`${PUBLIC_URL}/auth/email-change?token=rat_`)
+    expect(toOld?.subject).toBe('Your email address is changing')
+    expect(toOld?.text).toContain('ada@new.example')
+    expect(toOld?.link).toBeNull()
+    // Nothing changes until the new address confirms.
+    expect((await t.get(`/users/${userId}`)).body.email).toBe('ada@example.com')
+    const confirmed = await t.post('/auth/email-change/confirm', {
+      token: tokenOf(toNew?.link ?? null),
+    })
+    expect(confirmed.status).toBe(200)
+    expect(confirmed.body).toMatchObject({
+      email: 'ada@new.example',
+      email_verified_at: expect.any(String),
+    })
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@new.example', password: PASSWORD }),
+    )
+    expect(login.status).toBe(200)
+  })
+
+  test('refused: without signing in 401, the current address 422, another account’s 409; nothing is mailed', async () => {
+    await using t = await withMail()
+    const { token } = await signedIn(t)
+    await signedIn(t, 'bo@example.com')
+    const bearer = { authorization: `Bearer ${token}` }
+    expectEnvelope(
+      await t.post('/auth/email-change/request', { new_email: 'x@example.com' }),
+      401,
+      'UNAUTHORIZED',
+    )
+    expectEnvelope(
+      await t.post(
+        '/auth/email-change/request',
+        { new_email: 'ADA@example.com' },
+        { headers: bearer },
+      ),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expectEnvelope(
+      await t.post(
+        '/auth/email-change/request',
+        { new_email: 'Bo@example.com' },
+        { headers: bearer },
+      ),
+      409,
+      'CONFLICT',
+    )
+    const key = await apiKey(t)
+    expectEnvelope(
+      await t.post(
+        '/auth/email-change/request',
+        { new_email: 'x@example.com' },
+        { headers: { 'x-api-key': key } },
+      ),
+      401,
+      'UNAUTHORIZED',
+    )
+    await t.deps.mail.worker.settled()
+    expect(t.smtp.received).toHaveLength(0)
+  })
+})
+
+describe('POST /users/{id}/invite and /auth/invitation/confirm', () => {
+  test('an admin’s key invites a user without a password; accepting sets it and verifies the address', async () => {
+    await using t = await withMail()
+    const key = await apiKey(t)
+    const created = await t.post('/users', { name: 'Cy', email: 'cy@example.com' })
+    const invited = await t.call('POST', `/users/${created.body.id}/invite`, {
+      headers: { 'x-api-key': key },
+    })
+    expect(invited.status).toBe(202)
+    const [mail] = await t.smtp.waitFor(1)
+    expect(mail).toMatchObject({ to: 'cy@example.com', subject: 'You are invited' })
+    expect(mail?.link).toStartWith(`${PUBLIC_URL}/auth/invitation?token=rat_`)
+    const page = await t.get('/auth/invitation')
+    expect(page.text).toContain('type="password"')
+    const accepted = await t.post('/auth/invitation/confirm', {
+      token: tokenOf(mail?.link ?? null),
+      password: NEW_PASSWORD,
+    })
+    expect(accepted.status).toBe(200)
+    expect(accepted.body.email_verified_at).not.toBeNull()
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'cy@example.com', password: NEW_PASSWORD }),
+    )
+    expect(login.status).toBe(200)
+  })
+
+  test('who may invite: a key with users:write or an admin; not a read-only key, not anonymously; a missing user is 404', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = await apiKey(t)
+    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
+    await t.deps.users.create({ name: 'Cy', email: 'cy@example.com', passwordHash: null })
+    expectEnvelope(await t.call('POST', '/users/1/invite'), 401, 'UNAUTHORIZED')
+    expectEnvelope(
+      await t.call('POST', '/users/1/invite', { headers: { 'x-api-key': readOnly } }),
+      403,
+      'FORBIDDEN',
+    )
+    expectEnvelope(
+      await t.call('POST', '/users/9/invite', { headers: { 'x-api-key': key } }),
+      404,
+      'NOT_FOUND',
+    )
+    expectEnvelope(
+      await t.call('POST', '/users/x/invite', { headers: { 'x-api-key': key } }),
+      404,
+      'NOT_FOUND',
+    )
+    expect(
+      (await t.call('POST', '/users/1/invite', { headers: { 'x-api-key': key } })).status,
+    ).toBe(202)
+  })
+})
