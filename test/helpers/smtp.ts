@@ -23,6 +23,8 @@ export interface ReceivedMail {
 export async function startSmtpServer(options: { auth?: { user: string; pass: string } } = {}) {
   const received: ReceivedMail[] = []
   const refusals: { code: number; message: string }[] = []
+  let stalls = 0
+  let stalled = 0
   const waiters: (() => void)[] = []
   const make = () =>
     new SMTPServer({
@@ -40,6 +42,15 @@ export async function startSmtpServer(options: { auth?: { user: string; pass: st
         )
       },
       onData(stream, session, callback) {
+        if (stalls > 0) {
+          // Takes the message and never answers: the sender hangs until it gives up or dies.
+          stalls -= 1
+          stream.resume()
+          stream.on('end', () => {
+            stalled += 1
+          })
+          return
+        }
         const refusal = refusals.shift()
         if (refusal !== undefined) {
           stream.resume()
@@ -86,6 +97,14 @@ export async function startSmtpServer(options: { auth?: { user: string; pass: st
     /** The next `count` messages get this reply instead of 250. */
     refuseNext(code: number, message: string, count = 1) {
       for (let i = 0; i < count; i++) refusals.push({ code, message: `${code} ${message}` })
+    },
+    /** The next `count` messages are taken and never answered (a sender stuck mid-send). */
+    stallNext(count = 1) {
+      stalls += count
+    },
+    /** How many messages were taken and left unanswered. */
+    get stalled() {
+      return stalled
     },
     /** Resolves once `count` messages in all have arrived (rejects after `ms`). */
     async waitFor(count: number, ms = 10_000): Promise<ReceivedMail[]> {

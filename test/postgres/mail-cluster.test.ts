@@ -1,0 +1,119 @@
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { type Cluster, startCluster, until } from '../helpers/cluster'
+import { startSmtpServer } from '../helpers/smtp'
+
+// The mail flows on two instances of the compiled binary sharing PostgreSQL, with a real SMTP
+// server: a link asked for on one instance works on the other, the limits and a code's tries
+// count across both, and mail an instance dies holding goes out from the other, once.
+
+setDefaultTimeout(60_000)
+
+const PUBLIC_URL = 'https://id.example.com'
+
+async function post(
+  base: string,
+  path: string,
+  json: unknown,
+  headers: Record<string, string> = {},
+) {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(json),
+  })
+  const text = await response.text()
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text === '' ? null : JSON.parse(text),
+  }
+}
+
+async function withMailCluster() {
+  const smtp = await startSmtpServer()
+  const cluster = await startCluster({
+    flags: ['--smtp-url', smtp.url, '--public-url', PUBLIC_URL],
+  })
+  const [a, b] = cluster.instances.map((instance) => instance.url) as [string, string]
+  const made = await post(cluster.url, '/users', { name: 'Ada', email: 'ada@example.com' })
+  expect(made.status).toBe(201)
+  return {
+    smtp,
+    cluster,
+    a,
+    b,
+    async [Symbol.asyncDispose]() {
+      await cluster[Symbol.asyncDispose]()
+      await smtp[Symbol.asyncDispose]()
+    },
+  }
+}
+
+const tokenOf = (link: string | null) => new URL(link as string).searchParams.get('token') as string
+const codeOf = (text: string | undefined) => /\b(\d{6})\b/.exec(text ?? '')?.[1] as string
+
+describe('mail on two instances sharing PostgreSQL', () => {
+  test('a reset asked on one instance arrives once and is confirmed on the other', async () => {
+    await using env = await withMailCluster()
+    expect(
+      (await post(env.a, '/auth/password-reset/request', { email: 'ada@example.com' })).status,
+    ).toBe(202)
+    const [mail] = await env.smtp.waitFor(1)
+    expect(mail?.link).toStartWith(`${PUBLIC_URL}/auth/password-reset?token=rat_`)
+    const token = tokenOf(mail?.link ?? null)
+    const confirmed = await post(env.b, '/auth/password-reset/confirm', {
+      token,
+      password: 'a new passphrase',
+    })
+    expect(confirmed.status).toBe(200)
+    const again = await post(env.a, '/auth/password-reset/confirm', {
+      token,
+      password: 'another one',
+    })
+    expect(again.body.error.code).toBe('TOKEN_USED')
+    await Bun.sleep(2500)
+    expect(env.smtp.received).toHaveLength(1)
+  })
+
+  test('the per-address limit and a code’s tries count across both instances', async () => {
+    await using env = await withMailCluster()
+    const ask = (base: string) =>
+      post(base, '/auth/magic-link/request', { email: 'ada@example.com' })
+    const statuses = []
+    for (let i = 0; i < 5; i++) statuses.push((await ask(i % 2 === 0 ? env.a : env.b)).status)
+    expect(statuses).toEqual([202, 202, 202, 202, 202])
+    const refused = await ask(env.b)
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    const received = await env.smtp.waitFor(5)
+    const code = codeOf(received.at(-1)?.text)
+    const wrong = code === '000000' ? '000001' : '000000'
+    for (let i = 0; i < 5; i++) {
+      const tried = await post(i % 2 === 0 ? env.a : env.b, '/auth/magic-link/confirm', {
+        email: 'ada@example.com',
+        code: wrong,
+      })
+      expect(tried.body.error.code).toBe('TOKEN_INVALID')
+    }
+    const late = await post(env.a, '/auth/magic-link/confirm', { email: 'ada@example.com', code })
+    expect(late.body.error.code).toBe('TOKEN_EXPIRED')
+  })
+
+  test('an instance killed while it holds a message: the other sends it once the lease lapses', async () => {
+    await using env = await withMailCluster()
+    const cluster: Cluster = env.cluster
+    await cluster.kill(1)
+    env.smtp.stallNext()
+    expect(
+      (await post(env.a, '/auth/password-reset/request', { email: 'ada@example.com' })).status,
+    ).toBe(202)
+    // Instance a has claimed the message and is stuck sending it; it dies.
+    await until(() => env.smtp.stalled === 1)
+    await cluster.kill(0)
+    await cluster.restart(1)
+    const [mail] = await env.smtp.waitFor(1, 80_000)
+    expect(mail?.to).toBe('ada@example.com')
+    await Bun.sleep(2500)
+    expect(env.smtp.received).toHaveLength(1)
+  }, 100_000)
+})
