@@ -409,6 +409,59 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     }
   })
 
+  test('mail: a reset sent from the users page waits in the outbox; its link sets the password', async () => {
+    const made = await api(
+      '/users',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Grace Hopper', email: 'grace@example.com' }),
+      },
+      adminKey(),
+    )
+    const { id } = (await made.json()) as { id: number }
+    await openSection('Users')
+    await typeInto(page, 'Email is exactly', 'grace@example.com')
+    await page.keyboard.press('Enter')
+    await activate(page, `Edit user ${id}`)
+    await waitForText(dialog(), 'Address not verified yet')
+    await expectAccessible('edit dialog with mail actions')
+    await activate(page, 'Send a password-reset link')
+    await waitForText(
+      page.getByRole('status'),
+      'A password-reset link is on its way to grace@example.com',
+    )
+    await openSection('Mail outbox')
+    // The worker writes the message right after the request; Refresh until it shows.
+    for (let i = 0; (await page.getByRole('link', { name: 'Open the link' }).count()) === 0; i++) {
+      if (i === 50) throw new Error('the requested message was not written')
+      await activate(page, 'Refresh')
+      await Bun.sleep(100)
+    }
+    await waitForText(page.locator('tbody'), 'grace@example.com')
+    await expectAccessible('mail outbox')
+    const link = (await page
+      .getByRole('link', { name: 'Open the link' })
+      .first()
+      .getAttribute('href')) as string
+    expect(link).toStartWith(`${server.url}/auth/password-reset?token=rat_`)
+    const reset = await context.newPage()
+    const resetWatch = watchPage(reset)
+    await reset.goto(link)
+    expect(await seriousAxeViolations(reset)).toEqual([])
+    await typeInto(reset, 'New password (at least 8 characters)', 'a console-made passphrase')
+    await reset.keyboard.press('Enter')
+    await reset.getByRole('status').filter({ hasText: 'Your password is changed' }).waitFor()
+    expect(resetWatch.errors).toEqual([])
+    await reset.close()
+    const login = await fetch(`${server.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=grace@example.com&password=a+console-made+passphrase',
+    })
+    expect(login.status).toBe(200)
+  })
+
   test('a key revoked meanwhile sends the console back to sign-in; sign-out forgets the key', async () => {
     await openSection('Overview')
     // The heading shows before the overview's requests finish; revoking while they are in

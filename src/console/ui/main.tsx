@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { call, onSignedOut, session } from './api'
 import { GroupsPage } from './pages/groups'
 import { KeysPage } from './pages/keys'
+import { MailOutboxPage } from './pages/mail'
 import { OverviewPage } from './pages/overview'
 import { UploadsPage } from './pages/uploads'
 import { UsersPage } from './pages/users'
@@ -17,6 +18,7 @@ const PAGES = [
   { hash: '#/keys', title: 'API keys', Page: KeysPage },
   { hash: '#/uploads', title: 'Uploads', Page: UploadsPage },
   { hash: '#/webhooks', title: 'Webhook deliveries', Page: WebhooksPage },
+  { hash: '#/mail', title: 'Mail outbox', Page: MailOutboxPage },
 ] as const
 
 function currentPage() {

@@ -9,6 +9,7 @@ export interface User {
   created_at: string
   updated_at: string
   role: 'member' | 'admin'
+  email_verified_at: string | null
   groups: number[]
 }
 
@@ -199,6 +200,9 @@ export function EditUser(props: {
           <SubmitOrCancel submit="Save" onCancel={props.onClose} />
         </form>
       )}
+      {read !== null && conflict === null && (
+        <MailActions user={read.user} onDone={props.onDone} onError={setError} />
+      )}
       {values !== null && conflict !== null && (
         <div class="conflict" role="alert">
           <p>Someone else changed this user while you were editing. Choose which values to keep.</p>
@@ -233,5 +237,44 @@ export function EditUser(props: {
         </div>
       )}
     </Dialog>
+  )
+}
+
+/**
+ * Mail for the user: an invitation (it sets its password) or a password-reset link. The
+ * outbox page shows what became of it.
+ */
+function MailActions(props: {
+  user: User
+  onDone: (text: string) => void
+  onError: (error: unknown) => void
+}) {
+  const { user } = props
+  const send = async (kind: 'invite' | 'reset') => {
+    try {
+      if (kind === 'invite') await call(`/users/${user.id}/invite`, { method: 'POST' })
+      else
+        await call('/auth/password-reset/request', { method: 'POST', body: { email: user.email } })
+      props.onDone(
+        `${kind === 'invite' ? 'An invitation' : 'A password-reset link'} is on its way to ${user.email}.`,
+      )
+    } catch (reason) {
+      props.onError(reason)
+    }
+  }
+  return (
+    <section class="mail-actions" aria-label="Mail">
+      <p>
+        Address {user.email_verified_at === null ? 'not verified yet' : 'verified'}. Mail the user:
+      </p>
+      <div class="actions">
+        <button type="button" onClick={() => send('invite')}>
+          Send an invitation
+        </button>
+        <button type="button" onClick={() => send('reset')}>
+          Send a password-reset link
+        </button>
+      </div>
+    </section>
   )
 }

@@ -116,13 +116,18 @@ export function UsersPage() {
               {data.pagination.total} user{data.pagination.total === 1 ? '' : 's'}
               {search.q !== '' || search.email !== '' ? ' found' : ''}
             </caption>
-            <ColumnHeads names={['Id', 'Name', 'Email', 'Role', 'Groups', 'Created', 'Actions']} />
+            <ColumnHeads
+              names={['Id', 'Name', 'Email', 'Verified', 'Role', 'Groups', 'Created', 'Actions']}
+            />
             <tbody>
               {data.data.map((user) => (
                 <tr key={user.id}>
                   <td>{user.id}</td>
                   <td>{user.name}</td>
                   <td>{user.email}</td>
+                  <td>
+                    {user.email_verified_at === null ? 'no' : formatDate(user.email_verified_at)}
+                  </td>
                   <td>{user.role}</td>
                   <td>
                     {user.groups.length === 0

@@ -1,0 +1,146 @@
+import { useState } from 'preact/hooks'
+import { call } from '../api'
+import {
+  ColumnHeads,
+  ErrorNote,
+  formatDate,
+  Notice,
+  type OffsetPage,
+  Pager,
+  RowAction,
+  useLoad,
+} from '../components'
+
+interface Mail {
+  id: number
+  flow: string
+  to: string
+  subject: string
+  status: 'requested' | 'pending' | 'sent' | 'failed' | 'suppressed'
+  attempts: number
+  last_error: string | null
+  created_at: string
+  sent_at: string | null
+  text: string | null
+}
+
+interface MailPage {
+  data: Mail[]
+  pagination: OffsetPage
+}
+
+const STATUSES = ['requested', 'pending', 'sent', 'failed', 'suppressed'] as const
+
+/** The link a message carries, while it is not sent (a developer without a mail server opens it). */
+function linkOf(mail: Mail): string | null {
+  return /https?:\/\/\S+/.exec(mail.text ?? '')?.[0] ?? null
+}
+
+/** The mail outbox: status, attempts, last error; a failed message sent again. */
+export function MailOutboxPage() {
+  const [status, setStatus] = useState('')
+  const [offset, setOffset] = useState(0)
+  const { data, error, reload } = useLoad(async () => {
+    const query = new URLSearchParams({ limit: '20', offset: String(offset) })
+    if (status !== '') query.set('status', status)
+    return (await call<MailPage>(`/mail?${query}`)).body
+  }, [status, offset])
+  const [notice, setNotice] = useState<string | null>(null)
+  const [actionError, setActionError] = useState<unknown>(null)
+
+  const resend = async (mail: Mail) => {
+    setActionError(null)
+    try {
+      await call(`/mail/${mail.id}/resend`, { method: 'POST' })
+      setNotice(`Message ${mail.id} to ${mail.to} will be sent again now.`)
+      reload()
+    } catch (reason) {
+      setActionError(reason)
+    }
+  }
+
+  return (
+    <>
+      <div class="toolbar">
+        <p class="field">
+          <label for="mail-status-filter">Status</label>
+          <select
+            id="mail-status-filter"
+            value={status}
+            onChange={(event) => {
+              setStatus((event.currentTarget as HTMLSelectElement).value)
+              setOffset(0)
+            }}
+          >
+            <option value="">Every status</option>
+            {STATUSES.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </p>
+        <button type="button" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      <p class="hint">
+        Without <code>--smtp-url</code> roster sends nothing: messages stay pending here, and their
+        link can be opened from this page.
+      </p>
+      <Notice text={notice} />
+      <ErrorNote error={error ?? actionError} />
+      {data !== null && (
+        <>
+          <table>
+            <caption>Mail, newest first</caption>
+            <ColumnHeads
+              names={[
+                'To',
+                'Flow',
+                'Status',
+                'Attempts',
+                'Last error or link',
+                'Created',
+                'Actions',
+              ]}
+            />
+            <tbody>
+              {data.data.map((mail) => {
+                const link = mail.status === 'pending' ? linkOf(mail) : null
+                return (
+                  <tr key={mail.id}>
+                    <td>{mail.to}</td>
+                    <td>{mail.flow}</td>
+                    <td class={mail.status === 'failed' ? 'bad' : undefined}>{mail.status}</td>
+                    <td>{mail.attempts}</td>
+                    <td>
+                      {link !== null ? (
+                        <a href={link} rel="noreferrer">
+                          Open the link
+                        </a>
+                      ) : (
+                        (mail.last_error ?? '—')
+                      )}
+                    </td>
+                    <td>{formatDate(mail.created_at)}</td>
+                    <td class="row-actions">
+                      {mail.status === 'failed' && (
+                        <RowAction
+                          text="Resend"
+                          label={`Resend message ${mail.id} to ${mail.to}`}
+                          onClick={() => resend(mail)}
+                        />
+                      )}
+                    </td>
+                  </tr>
+                )
+              })}
+            </tbody>
+          </table>
+          <Pager page={data.pagination} onOffset={setOffset} />
+        </>
+      )}
+    </>
+  )
+}
