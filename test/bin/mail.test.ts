@@ -127,6 +127,83 @@ describe('mail through the compiled binary', () => {
     expect(listed.stdout).toMatch(/password-reset\s+ada@example\.com\s+sent\s+1/)
   })
 
+  test('a magic link and code, an email change and an invitation, each followed from the message', async () => {
+    using dir = tempDir()
+    await using smtp = await startSmtpServer()
+    const data = ['--data-dir', dir.path]
+    await createUser(data)
+    const key = (await runBinary(['keys', 'create', '--name', 'admin', ...data])).stdout.trim()
+    const port = freePort()
+    const server = await startBinary(
+      [...data, '--smtp-url', smtp.url, '--public-url', `http://127.0.0.1:${port}`],
+      {
+        port,
+      },
+    )
+    try {
+      // A magic link's code signs in like /login.
+      expect(
+        (await postJson(server.url, '/auth/magic-link/request', { email: 'ada@example.com' }))
+          .status,
+      ).toBe(202)
+      const [magic] = await smtp.waitFor(1)
+      const code = /\b(\d{6})\b/.exec(magic?.text ?? '')?.[1]
+      const signedIn = await postJson(server.url, '/v2/auth/magic-link/confirm', {
+        email: 'ada@example.com',
+        code,
+      })
+      expect(signedIn.status).toBe(200)
+      const bearer = { authorization: `Bearer ${signedIn.body.access_token}` }
+      // The signed-in user moves to a new address: a link there, a notice to the old one.
+      const asked = await call(server.url, '/auth/email-change/request', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer },
+        body: JSON.stringify({ new_email: 'ada@new.example' }),
+      })
+      expect(asked.status).toBe(202)
+      const afterChange = await smtp.waitFor(3)
+      const toNew = afterChange.find((mail) => mail.to === 'ada@new.example')
+      expect(
+        afterChange.some(
+          (mail) =>
+            mail.to === 'ada@example.com' && mail.subject === 'Your email address is changing',
+        ),
+      ).toBe(true)
+      const moved = await postJson(server.url, '/auth/email-change/confirm', {
+        token: new URL(toNew?.link as string).searchParams.get('token'),
+      })
+      expect(moved.body).toMatchObject({
+        email: 'ada@new.example',
+        email_verified_at: expect.any(String),
+      })
+      // An admin's key invites a user made without a password; it sets one from the message.
+      const made = await call(server.url, '/users', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+        body: JSON.stringify({ name: 'Cy', email: 'cy@example.com' }),
+      })
+      const invited = await call(server.url, `/users/${made.body.id}/invite`, {
+        method: 'POST',
+        headers: { 'x-api-key': key },
+      })
+      expect(invited.status).toBe(202)
+      const invitation = (await smtp.waitFor(4)).find((mail) => mail.to === 'cy@example.com')
+      const accepted = await postJson(server.url, '/auth/invitation/confirm', {
+        token: new URL(invitation?.link as string).searchParams.get('token'),
+        password: NEW_PASSWORD,
+      })
+      expect(accepted.status).toBe(200)
+      const login = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=cy@example.com&password=${encodeURIComponent(NEW_PASSWORD)}`,
+      })
+      expect(login.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+
   test('without --smtp-url mail waits in the outbox; roster mail list shows the link to follow', async () => {
     using dir = tempDir()
     const data = ['--data-dir', dir.path]

@@ -1,4 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { runBinary } from '../helpers/binary'
 import { type Cluster, startCluster, until } from '../helpers/cluster'
 import { startSmtpServer } from '../helpers/smtp'
 
@@ -97,6 +98,56 @@ describe('mail on two instances sharing PostgreSQL', () => {
     }
     const late = await post(env.a, '/auth/magic-link/confirm', { email: 'ada@example.com', code })
     expect(late.body.error.code).toBe('TOKEN_EXPIRED')
+  })
+
+  test('an email change and an invitation asked on one instance are confirmed on the other; a verification too', async () => {
+    await using env = await withMailCluster()
+    const made = await post(env.a, '/users', {
+      name: 'Bo',
+      email: 'bo@example.com',
+      password: 'bo passphrase',
+    })
+    const login = await fetch(`${env.b}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=bo@example.com&password=bo+passphrase',
+    })
+    const bearer = {
+      authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
+    }
+    expect(
+      (await post(env.a, '/auth/email-change/request', { new_email: 'bo@new.example' }, bearer))
+        .status,
+    ).toBe(202)
+    const toNew = (await env.smtp.waitFor(2)).find((mail) => mail.to === 'bo@new.example')
+    const moved = await post(env.b, '/auth/email-change/confirm', {
+      token: tokenOf(toNew?.link ?? null),
+    })
+    expect(moved.body).toMatchObject({
+      id: made.body.id,
+      email: 'bo@new.example',
+      email_verified_at: expect.any(String),
+    })
+    const keyMade = await runBinary(
+      ['keys', 'create', '--name', 'admin', ...env.cluster.cliFlags],
+      {
+        env: env.cluster.env,
+      },
+    )
+    const key = keyMade.stdout.trim()
+    expect((await post(env.b, '/users/1/invite', {}, { 'x-api-key': key })).status).toBe(202)
+    const invitation = (await env.smtp.waitFor(3)).find((mail) => mail.to === 'ada@example.com')
+    const accepted = await post(env.a, '/auth/invitation/confirm', {
+      token: tokenOf(invitation?.link ?? null),
+      password: 'ada passphrase',
+    })
+    expect(accepted.body).toMatchObject({ id: 1, email_verified_at: expect.any(String) })
+    expect(
+      (await post(env.b, '/auth/verify-email/request', { email: 'bo@new.example' })).status,
+    ).toBe(202)
+    await Bun.sleep(2500)
+    // Verified already by the email change: no fourth message.
+    expect(env.smtp.received).toHaveLength(3)
   })
 
   test('an instance killed while it holds a message: the other sends it once the lease lapses', async () => {
