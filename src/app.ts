@@ -11,7 +11,7 @@ import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
-import { accountChangeRoutes, mailFlowRoutes } from './routes/account/mail-flows'
+import { accountChangeRoutes, linkPageRoutes, mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
@@ -79,6 +79,7 @@ export function createApp(
     .use(optionsRoutes(routes))
     .use(docsRoutes(VERSION))
     .use(consoleRoutes())
+    .use(linkPageRoutes(deps.config))
   const inputs = routeInputs(deps)
   app.use(
     metricsRoutes(deps.metrics.render, {

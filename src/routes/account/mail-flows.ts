@@ -79,7 +79,7 @@ export function linkBase(request: Request, publicUrl: string | null): string {
   return loopback ? url.origin : `http://localhost${url.port === '' ? '' : `:${url.port}`}`
 }
 
-/** What both route modules derive from their inputs: guards, who asks, link pages. */
+/** What both route modules derive from their inputs: guards, and who asks. */
 function routeKit(inputs: MailFlowRouteInputs) {
   const { config } = inputs
   return {
@@ -88,7 +88,6 @@ function routeKit(inputs: MailFlowRouteInputs) {
       clientIp: clientIp(request, server, config.trustProxy),
       linkBase: linkBase(request, config.publicUrl),
     }),
-    html: (body: string) => new Response(body, { headers: LINK_PAGE_HEADERS }),
   }
 }
 
@@ -99,13 +98,11 @@ function routeKit(inputs: MailFlowRouteInputs) {
  */
 export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows } = inputs
-  const { guard, asker, html } = routeKit(inputs)
+  const { guard, asker } = routeKit(inputs)
   const verifyRequest = guard('POST /auth/verify-email/request')
   const verifyConfirm = guard('POST /auth/verify-email/confirm')
-  const verifyPage = guard('GET /auth/verify-email')
   const resetRequest = guard('POST /auth/password-reset/request')
   const resetConfirm = guard('POST /auth/password-reset/confirm')
-  const resetPage = guard('GET /auth/password-reset')
 
   return new Elysia({ prefix })
     .use(auth)
@@ -198,26 +195,6 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
         },
       },
     )
-    .get('/auth/verify-email', () => html(VERIFY_EMAIL_PAGE), {
-      ...verifyPage.hook,
-      detail: {
-        tags,
-        summary: 'The page a verification link opens',
-        description: 'HTML. Opening it changes nothing; its button confirms.',
-        security: verifyPage.security,
-        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
-      },
-    })
-    .get('/auth/password-reset', () => html(PASSWORD_RESET_PAGE), {
-      ...resetPage.hook,
-      detail: {
-        tags,
-        summary: 'The page a password-reset link opens',
-        description: 'HTML. Asks for the new password and confirms with it.',
-        security: resetPage.security,
-        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
-      },
-    })
 }
 
 /**
@@ -226,16 +203,13 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
  */
 export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows, config, credentials } = inputs
-  const { guard, asker, html } = routeKit(inputs)
+  const { guard, asker } = routeKit(inputs)
   const magicRequest = guard('POST /auth/magic-link/request')
   const magicConfirm = guard('POST /auth/magic-link/confirm')
-  const magicPage = guard('GET /auth/magic-link')
   const changeRequest = guard('POST /auth/email-change/request')
   const changeConfirm = guard('POST /auth/email-change/confirm')
-  const changePage = guard('GET /auth/email-change')
   const invite = guard('POST /users/:id/invite')
   const inviteConfirm = guard('POST /auth/invitation/confirm')
-  const invitePage = guard('GET /auth/invitation')
 
   return new Elysia({ prefix })
     .use(auth)
@@ -288,16 +262,6 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         },
       },
     )
-    .get('/auth/magic-link', () => html(MAGIC_LINK_PAGE), {
-      ...magicPage.hook,
-      detail: {
-        tags,
-        summary: 'The page a magic link opens',
-        description: 'HTML. Opening it changes nothing; its button signs in.',
-        security: magicPage.security,
-        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
-      },
-    })
     .post(
       '/auth/email-change/request',
       async ({ body, request, server, set }) => {
@@ -347,16 +311,6 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         },
       },
     )
-    .get('/auth/email-change', () => html(EMAIL_CHANGE_PAGE), {
-      ...changePage.hook,
-      detail: {
-        tags,
-        summary: 'The page an email-change link opens',
-        description: 'HTML. Opening it changes nothing; its button confirms.',
-        security: changePage.security,
-        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
-      },
-    })
     .post(
       '/users/:id/invite',
       async ({ params, request, server, set }) => {
@@ -399,16 +353,6 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         },
       },
     )
-    .get('/auth/invitation', () => html(INVITATION_PAGE), {
-      ...invitePage.hook,
-      detail: {
-        tags,
-        summary: 'The page an invitation opens',
-        description: 'HTML. Asks for the password and accepts with it.',
-        security: invitePage.security,
-        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
-      },
-    })
 }
 
 /** `{ token }` alone, or `{ email, code }` together; anything else names what is missing. */
@@ -430,4 +374,39 @@ function magicLinkProof(body: {
       token !== undefined ? '[redacted]' : undefined,
     ),
   ])
+}
+
+const PAGES = [
+  ['/auth/verify-email', VERIFY_EMAIL_PAGE, 'a verification link', 'its button confirms'],
+  [
+    '/auth/password-reset',
+    PASSWORD_RESET_PAGE,
+    'a password-reset link',
+    'it asks for the new password',
+  ],
+  ['/auth/magic-link', MAGIC_LINK_PAGE, 'a magic link', 'its button signs in'],
+  ['/auth/email-change', EMAIL_CHANGE_PAGE, 'an email-change link', 'its button confirms'],
+  ['/auth/invitation', INVITATION_PAGE, 'an invitation', 'it asks for the password'],
+] as const
+
+/**
+ * The pages the links in mail open: documents for a browser, not API, so served once at
+ * `/auth/<flow>` (no /v1 or /v2 copies); each posts to its flow's `/confirm` beside it.
+ */
+export function linkPageRoutes(config: Pick<Config, 'usersAccess'>) {
+  const app = new Elysia({ name: 'link-pages' })
+  for (const [path, body, what, action] of PAGES) {
+    const guard = guardOf(`GET ${path}`, config.usersAccess)
+    app.get(path, () => new Response(body, { headers: LINK_PAGE_HEADERS }), {
+      ...guard.hook,
+      detail: {
+        tags,
+        summary: `The page ${what} opens`,
+        description: `HTML. Opening it changes nothing; ${action}.`,
+        security: guard.security,
+        responses: { 200: { description: 'An HTML page', content: { 'text/html': {} } } },
+      },
+    })
+  }
+  return app
 }
