@@ -21,7 +21,11 @@ export const LoginBody = t.Object(
     password: t.Optional(Secret),
     pass: t.Optional(Secret),
   },
-  { description: 'The identifier is the user’s email.' },
+  {
+    // Said outright: Elysia refuses unknown fields unless told (a form's named button).
+    additionalProperties: true,
+    description: 'The identifier is the user’s email. Other fields are ignored.',
+  },
 )
 
 export const LoginAnswer = t.Object({

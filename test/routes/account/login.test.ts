@@ -49,6 +49,14 @@ describe('POST /login', () => {
     expect((await t.call('POST', '/login', { body: multipart })).status).toBe(200)
   })
 
+  test('an HTML form with a named button signs in: fields it does not know are ignored', async () => {
+    await using t = await makeTestApp()
+    await t.post('/users', ada)
+    const fields = { email: ada.email, password: PASSWORD, submit: 'Sign in', remember: 'on' }
+    expect((await t.call('POST', '/login', form(fields))).status).toBe(200)
+    expect((await t.post('/login', fields)).status).toBe(200)
+  })
+
   test('a wrong password and an unknown email get the same 401, in similar time', async () => {
     await using t = await makeTestApp()
     await t.post('/users', ada)
