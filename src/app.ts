@@ -77,7 +77,7 @@ export function createApp(
       }),
     )
     .use(optionsRoutes(routes))
-    .use(docsRoutes(VERSION))
+    .use(docsRoutes(VERSION, deps.config.publicUrl))
     .use(consoleRoutes())
     .use(linkPageRoutes(deps.config))
   const inputs = routeInputs(deps)

@@ -56,6 +56,7 @@ export const RULES = {
   'GET /docs/errors': publicRoute,
   'GET /swagger': publicRoute,
   'GET /swagger/json': publicRoute,
+  'GET /openapi.json': publicRoute,
   'GET /swagger/assets/init.js': publicRoute,
   'GET /swagger/assets/swagger-ui-bundle.js': publicRoute,
   'GET /swagger/assets/swagger-ui.css': publicRoute,

@@ -296,6 +296,21 @@ describe('roster (the compiled binary)', () => {
     const doc = JSON.parse(result.stdout)
     expect(doc.openapi).toStartWith('3.')
     expect(Object.keys(doc.paths['/users'] ?? {}).sort()).toEqual(['get', 'post'])
+    expect(doc.servers).toEqual([{ url: 'http://127.0.0.1:8080', description: 'this roster' }])
+    const named = await runBinary(['openapi', '--public-url', 'https://api.example.com/'], {
+      cwd: cwd.path,
+    })
+    expect(JSON.parse(named.stdout).servers[0].url).toBe('https://api.example.com')
+    // A running server names itself: the address the request came to.
+    const server = await startBinary(['--data-dir', cwd.path])
+    try {
+      const served = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+        servers: { url: string }[]
+      }
+      expect(served.servers[0]?.url).toBe(server.url)
+    } finally {
+      await server.stop()
+    }
   })
 
   test('--log-file gets the access log; the Swagger UI works offline from the binary', async () => {

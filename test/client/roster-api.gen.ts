@@ -4790,7 +4790,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The identifier is the user’s email. */
+        /** @description The identifier is the user’s email. Other fields are ignored. */
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": {
@@ -4799,6 +4799,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
                 "application/json": {
                     email?: string;
@@ -4806,6 +4808,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
                 "multipart/form-data": {
                     email?: string;
@@ -4813,6 +4817,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -16554,7 +16560,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The identifier is the user’s email. */
+        /** @description The identifier is the user’s email. Other fields are ignored. */
         requestBody: {
             content: {
                 "application/x-www-form-urlencoded": {
@@ -16563,6 +16569,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
                 "application/json": {
                     email?: string;
@@ -16570,6 +16578,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
                 "multipart/form-data": {
                     email?: string;
@@ -16577,6 +16587,8 @@ export interface operations {
                     login?: string;
                     password?: string;
                     pass?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };

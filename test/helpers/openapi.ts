@@ -10,7 +10,7 @@ export interface OpenApiDoc {
 }
 
 // Pages for people, not API: the document leaves them out on purpose.
-const DOCS_PAGES = /^\/(swagger|docs|console)(\/|\?|$)/
+const DOCS_PAGES = /^\/(swagger|docs|console|openapi\.json)(\/|\?|$)/
 
 /** What an answer looked like, as far as the document is concerned. */
 export interface Answer {

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 import swaggerJs from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import { inlineHash, pageHeaders } from '../../http/page-headers'
+import { publicBaseUrl } from '../../http/request-context'
 import { renderErrorsPage } from './errors-page'
 import { openApiDocument } from './openapi'
 
@@ -50,7 +51,7 @@ const SWAGGER_PAGE = `<!doctype html>
  * /swagger/json (the OpenAPI document, built once on first request from every route the app
  * registered), and /docs/errors (what each error code means).
  */
-export function docsRoutes(version: string) {
+export function docsRoutes(version: string, publicUrl: string | null) {
   const errorsPage = renderErrorsPage(version)
   // The errors page is static: its one inline stylesheet is allowed by its hash, nothing else.
   const errorsHeaders = {
@@ -62,22 +63,23 @@ export function docsRoutes(version: string) {
     'content-type': 'text/html; charset=utf-8',
   }
   let document: Promise<object> | null = null
+  /**
+   * The document, built once, with this server's own address in `servers` (--public-url, or
+   * the request's origin), so "Try it out" and generated clients call where roster runs.
+   */
+  const served = async (request: Request) => {
+    document ??= openApiDocument(docs, version)
+    const built = await document
+    const url = publicBaseUrl(request, publicUrl)
+    return { ...built, servers: [{ url, description: 'this roster' }] }
+  }
   const docs = new Elysia({ name: 'docs' })
   return docs
     .get('/swagger', () => new Response(SWAGGER_PAGE, { headers: SWAGGER_HEADERS }), {
       detail: { hide: true },
     })
-    .get(
-      '/swagger/json',
-      // async: Elysia awaits a handler it sees is async, not a promise a plain function returns.
-      async () => {
-        document ??= openApiDocument(docs, version)
-        return await document
-      },
-      {
-        detail: { hide: true },
-      },
-    )
+    .get('/swagger/json', ({ request }) => served(request), { detail: { hide: true } })
+    .get('/openapi.json', ({ request }) => served(request), { detail: { hide: true } })
     .get('/swagger/assets/swagger-ui-bundle.js', () => asset(swaggerJs, 'text/javascript'), {
       detail: { hide: true },
     })

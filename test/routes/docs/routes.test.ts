@@ -31,6 +31,23 @@ describe('/swagger', () => {
     }
   })
 
+  test('/openapi.json is the same document, naming this server: --public-url, else the request’s origin', async () => {
+    await using t = await makeTestApp()
+    const served = await t.app.handle(new Request('http://127.0.0.1:9123/openapi.json'))
+    expect(served.status).toBe(200)
+    const doc = (await served.json()) as {
+      servers: { url: string; description?: string }[]
+      paths: object
+    }
+    expect(doc.servers).toEqual([{ url: 'http://127.0.0.1:9123', description: 'this roster' }])
+    expect(Object.keys(doc.paths)).toEqual(Object.keys((await t.get('/swagger/json')).body.paths))
+    await using behind = await makeTestApp({ publicUrl: 'https://api.example.com/roster' })
+    const named = await behind.app.handle(new Request('http://127.0.0.1:9123/openapi.json'))
+    expect(((await named.json()) as { servers: { url: string }[] }).servers[0]?.url).toBe(
+      'https://api.example.com/roster',
+    )
+  })
+
   test('/swagger/json is an OpenAPI 3 document with the v1 and v2 routes', async () => {
     await using t = await makeTestApp()
     const doc = (await t.get('/swagger/json')).body
