@@ -312,8 +312,8 @@ export const SERVE_OPTIONS = [
   }),
 ] as const
 
-/** The host mail says it comes from: --public-url's, or localhost. */
-function mailHost(publicUrl: string | null): string {
+/** The host mail says it comes from (its From, its Message-IDs): --public-url's, or localhost. */
+export function mailHost(publicUrl: string | null): string {
   return publicUrl === null ? 'localhost' : new URL(publicUrl).hostname
 }
 

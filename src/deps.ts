@@ -10,7 +10,7 @@ import { type CredentialStore, createCredentialStore } from './auth/sessions'
 import { type Backend, openBackend, type UnitRows } from './backends/index'
 import { openFileStore } from './backends/storage'
 import { VERSION } from './build-info'
-import type { Config } from './config'
+import { type Config, mailHost } from './config'
 import type { Transaction } from './db/unit'
 import { createGroupStore, type GroupStore, type GroupWrites, groupWrites } from './groups/store'
 import { DiskWatch } from './health/disk'
@@ -211,7 +211,7 @@ function mailOf(
     transaction,
     users,
     templates: loadTemplates(config.mailTemplates),
-    messageHost: config.publicUrl === null ? 'localhost' : new URL(config.publicUrl).hostname,
+    messageHost: mailHost(config.publicUrl),
     now,
     onMail: () => worker.wake(),
   })

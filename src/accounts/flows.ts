@@ -1,3 +1,4 @@
+import { sha256Hex } from '../auth/tokens'
 import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
 import { AppError, conflict, type ErrorCode, notFound, validationFailed } from '../errors/errors'
@@ -239,7 +240,7 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
   }
 
   async function spend(tx: FlowStores, flow: TokenFlow, token: string): Promise<UsedToken> {
-    const used = await tx.accountTokens.use(flow, hashOf(token), now().getTime())
+    const used = await tx.accountTokens.use(flow, sha256Hex(token), now().getTime())
     if (typeof used === 'string') throw tokenRefused(used)
     return used
   }
@@ -381,10 +382,6 @@ async function userByEmail(
 ): Promise<UserRecord | null> {
   const found = await users.byEmail(email)
   return found === null ? null : await users.get(found.id)
-}
-
-function hashOf(token: string): string {
-  return Bun.SHA256.hash(token, 'hex')
 }
 
 /** "15 minutes", "7 days": how long a link lasts, for the message. */

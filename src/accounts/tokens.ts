@@ -55,6 +55,24 @@ export interface UsedToken {
 
 export type TokenRefusal = 'unknown' | 'used' | 'expired'
 
+/** A spent token's row as both databases read it back. */
+export interface UsedTokenRow {
+  user_id: number
+  flow: TokenFlow
+  email: string
+  created_at: number
+}
+
+export function usedTokenOfRow(row: UsedTokenRow): UsedToken {
+  return {
+    userId: row.user_id,
+    flow: row.flow,
+    email: row.email,
+    // PostgreSQL's bigint arrives as float8 (cast in the query); SQLite's as a number.
+    createdAt: Number(row.created_at),
+  }
+}
+
 /**
  * The tokens' writes, always inside the unit of work of what they allow, so a token is spent
  * exactly when its change commits. Written for a database without a single writer: `use` is

@@ -20,6 +20,15 @@ export type Flags = Record<string, string | boolean | string[] | undefined>
 
 /** The server options as flag specs, for commands that take some of them. */
 /** The flags of every command that opens the database: where its data and its files are. */
+/** `--json`: a listing as JSON instead of columns. */
+export const JSON_FLAG: FlagSpec = {
+  flag: 'json',
+  env: [],
+  defaultText: 'false',
+  help: 'print JSON',
+  boolean: true,
+}
+
 export const databaseFlags = (): FlagSpec[] =>
   serveFlags('data-dir', 'database-url', 'prepared-statements', 'storage')
 

@@ -9,6 +9,7 @@ import {
   databaseFlags,
   type FlagSpec,
   type Flags,
+  JSON_FLAG,
   parseFlags,
   renderFlags,
 } from './args'
@@ -33,13 +34,6 @@ const EXPIRES_FLAG: FlagSpec = {
   defaultText: 'never',
   help: 'when the key stops working: a duration from now (90d, 12h, 30m) or an ISO 8601 time',
   valueName: 'WHEN',
-}
-const JSON_FLAG: FlagSpec = {
-  flag: 'json',
-  env: [],
-  defaultText: 'false',
-  help: 'print JSON',
-  boolean: true,
 }
 
 export const KEYS_HELP =

@@ -2,7 +2,14 @@ import { ConfigError, loadConfig } from '../config'
 import { makeDeps } from '../deps'
 import { createLogger } from '../log'
 import { MAIL_STATUSES, type MailStatus, type MailView } from '../mail/outbox'
-import { configFlags, databaseFlags, type FlagSpec, parseFlags, renderFlags } from './args'
+import {
+  configFlags,
+  databaseFlags,
+  type FlagSpec,
+  JSON_FLAG,
+  parseFlags,
+  renderFlags,
+} from './args'
 import { printColumns } from './format'
 
 const STATUS_FLAG: FlagSpec = {
@@ -17,13 +24,7 @@ const LIMIT_FLAG: FlagSpec = {
   defaultText: '50',
   help: 'how many of the newest messages to show',
 }
-const JSON_FLAG: FlagSpec = {
-  flag: 'json',
-  env: [],
-  defaultText: 'false',
-  help: 'print JSON, text bodies included',
-  boolean: true,
-}
+const JSON_TEXT_FLAG: FlagSpec = { ...JSON_FLAG, help: 'print JSON, text bodies included' }
 
 export const MAIL_HELP = () => `Usage: roster mail list [--status STATUS] [--limit N] [--json]
 
@@ -31,7 +32,7 @@ Shows the mail outbox, newest first, straight from the database (the server may 
 Without --smtp-url roster sends nothing: every message waits here, and LINK is the link it
 carries, for a developer to open (a link works once). Sent messages keep no body.
 
-${renderFlags([STATUS_FLAG, LIMIT_FLAG, JSON_FLAG, ...databaseFlags()])}`
+${renderFlags([STATUS_FLAG, LIMIT_FLAG, JSON_TEXT_FLAG, ...databaseFlags()])}`
 
 /** `roster mail list`. */
 export async function run(
@@ -46,7 +47,7 @@ export async function run(
   if (action !== 'list') {
     throw new ConfigError(`unknown mail command ${JSON.stringify(action)} (see roster mail --help)`)
   }
-  const specs = [...databaseFlags(), STATUS_FLAG, LIMIT_FLAG, JSON_FLAG]
+  const specs = [...databaseFlags(), STATUS_FLAG, LIMIT_FLAG, JSON_TEXT_FLAG]
   const { flags } = parseFlags('mail', rest, specs)
   if (flags.help) {
     console.log(MAIL_HELP())

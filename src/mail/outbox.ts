@@ -113,12 +113,13 @@ export interface MailWrites {
 }
 
 /**
- * The mail outbox. Written for a database without a single writer: `claimDue` hands a message
+ * The mail outbox (its writes happen in units of work: MailWrites). Written for a database
+ * without a single writer: `claimDue` hands a message
  * to one worker at a time (on a shared database a lease another instance's worker skips until
  * it lapses, so an instance that dies while sending loses nothing; on SQLite, one worker per
  * file, a claim is a read), and each outcome ends the claim.
  */
-export interface MailOutbox extends MailWrites {
+export interface MailOutbox {
   /** Up to `limit` requested messages, the oldest first, claimed for writing. */
   claimRequested(limit: number): Promise<RequestedMail[]>
   /** Up to `limit` pending messages due now, the earliest first, claimed for sending. */

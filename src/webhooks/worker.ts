@@ -1,17 +1,8 @@
 import type { Transaction } from '../db/unit'
 import type { Logger } from '../log'
-import type { Timers } from '../timers'
+import { DrainSchedule, type RetryPolicy, retryAt, type Timers } from '../timers'
 import type { HandlerStores, ParsedEvent, WebhookHandler } from './handlers'
 import type { InboxEvent, InboxOutcomes, WebhookInbox } from './inbox'
-
-export interface RetryPolicy {
-  /** Delay before the first retry; each further one doubles it. */
-  baseMs: number
-  /** The longest delay between two attempts. */
-  capMs: number
-  /** After this many failed attempts the event stays failed and is not tried again. */
-  maxAttempts: number
-}
 
 export const DEFAULT_RETRY: RetryPolicy = { baseMs: 1000, capMs: 60 * 60 * 1000, maxAttempts: 10 }
 
@@ -22,9 +13,6 @@ const BATCH_SIZE = 64
  * arrive meanwhile wait at most about this long (plus one fsync).
  */
 const SLICE_MS = 2
-
-/** The pause after the database refused the worker's write. */
-const STORAGE_RETRY_MS = 1000
 
 type Status = 'processed' | 'ignored' | 'failed'
 
@@ -52,16 +40,7 @@ function parse(event: InboxEvent): ParsedEvent {
 export class WebhookWorker {
   readonly handlers: Map<string, WebhookHandler>
   retry: RetryPolicy = DEFAULT_RETRY
-  private draining: Promise<void> | null = null
-  /** Cancels the pending wake-up, if one is set. */
-  private cancelTimer: (() => void) | null = null
-  private timerAt = 0
-  private stopped = true
-  /**
-   * How often to look for due events when none is known here (a shared inbox, where other
-   * instances record them); null for an inbox only this process writes.
-   */
-  pollMs: number | null = null
+  private readonly schedule: DrainSchedule
   /** Called after each event is handled (for metrics). */
   onHandled: (event: InboxEvent, status: 'processed' | 'ignored' | 'failed') => void = () => {}
 
@@ -73,6 +52,29 @@ export class WebhookWorker {
     private readonly log: Logger,
   ) {
     this.handlers = handlers
+    this.schedule = new DrainSchedule(
+      timers,
+      () => this.drain(),
+      () => inbox.earliestDue(),
+      (error) =>
+        // The database refused a write (disk full, I/O error): nothing was lost, the events
+        // are still due.
+        log.error('webhook worker could not store an outcome; retrying in 1 s', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+    )
+  }
+
+  /**
+   * How often to look for due events when none is known here (a shared inbox, where other
+   * instances record them); null for an inbox only this process writes.
+   */
+  get pollMs(): number | null {
+    return this.schedule.pollMs
+  }
+
+  set pollMs(ms: number | null) {
+    this.schedule.pollMs = ms
   }
 
   private now(): number {
@@ -81,80 +83,26 @@ export class WebhookWorker {
 
   /** Starts handling, beginning with whatever is already due. */
   start(): void {
-    this.stopped = false
-    this.wake()
+    this.schedule.start()
   }
 
   /** Something new may be due: handle it soon (after the current turn, so after the answer). */
   wake(): void {
-    if (this.stopped) return
-    this.schedule(0)
+    this.schedule.wake()
   }
 
   /** Stops taking new events; resolves when the one being handled has finished. */
-  async stop(): Promise<void> {
-    this.stopped = true
-    this.cancelTimer?.()
-    this.cancelTimer = null
-    await this.draining
+  stop(): Promise<void> {
+    return this.schedule.stop()
   }
 
   /** Resolves when nothing is due and nothing is being handled (for tests). */
-  async settled(): Promise<void> {
-    for (;;) {
-      await this.draining
-      await Bun.sleep(1)
-      const due = await this.inbox.earliestDue()
-      if (this.draining === null && (due === null || due > this.now())) return
-    }
-  }
-
-  private schedule(delayMs: number): void {
-    const at = this.now() + delayMs
-    // A pending timer that fires sooner stands: waking on every delivery must not keep pushing
-    // the handling back while deliveries keep arriving.
-    if (this.cancelTimer !== null && this.timerAt <= at) return
-    this.cancelTimer?.()
-    this.timerAt = at
-    // Now means after this turn (after the answer), on the event loop; later means on the
-    // clock, so that tests can move it instead of sleeping.
-    const wait = (run: () => void) => {
-      if (delayMs > 0) return this.timers.after(delayMs, run)
-      const timer = setTimeout(run, 0)
-      return () => clearTimeout(timer)
-    }
-    this.cancelTimer = wait(() => {
-      this.cancelTimer = null
-      let storageFailed = false
-      this.draining ??= this.drain()
-        .catch((error: unknown) => {
-          // The database refused a write (disk full, I/O error): nothing was lost, the events
-          // are still due; try again shortly rather than spin.
-          storageFailed = true
-          this.log.error('webhook worker could not store an outcome; retrying in 1 s', {
-            error: error instanceof Error ? error.message : String(error),
-          })
-        })
-        .finally(() => {
-          this.draining = null
-          if (storageFailed && !this.stopped) this.schedule(STORAGE_RETRY_MS)
-          else void this.scheduleNextRetry()
-        })
-    })
-  }
-
-  private async scheduleNextRetry(): Promise<void> {
-    if (this.stopped) return
-    const due = await this.inbox.earliestDue().catch(() => null)
-    // On a shared inbox another instance may record events (or die holding some): look again
-    // at least this often, even when nothing here is due.
-    const poll = this.pollMs === null ? null : this.now() + this.pollMs
-    const next = due === null ? poll : poll === null ? due : Math.min(due, poll)
-    if (next !== null) this.schedule(Math.max(0, next - this.now()))
+  settled(): Promise<void> {
+    return this.schedule.settled()
   }
 
   private async drain(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.schedule.stopped) {
       const due = await this.inbox.claimDue(BATCH_SIZE)
       if (due.length === 0) return
       // Every unit is started at once: they run one after another inside the same group
@@ -213,17 +161,14 @@ export class WebhookWorker {
   ): Promise<void> {
     const attempts = event.attempts + 1
     const message = error instanceof Error ? error.message : String(error)
-    const retryAt =
-      attempts >= this.retry.maxAttempts
-        ? null
-        : this.now() + Math.min(this.retry.capMs, this.retry.baseMs * 2 ** (attempts - 1))
-    await inbox.fail(event.seq, message, retryAt)
+    const nextAt = retryAt(this.retry, attempts, this.now())
+    await inbox.fail(event.seq, message, nextAt)
     this.log.warn('webhook handler failed', {
       event_id: event.eventId,
       type: event.type,
       attempts,
       error: message,
-      retry_at: retryAt === null ? null : new Date(retryAt).toISOString(),
+      retry_at: nextAt === null ? null : new Date(nextAt).toISOString(),
     })
   }
 }

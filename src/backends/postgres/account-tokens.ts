@@ -2,24 +2,11 @@ import type { SQL } from 'bun'
 import {
   type AccountTokenWrites,
   MAX_CODE_TRIES,
-  type TokenFlow,
   type TokenRefusal,
   type UsedToken,
+  type UsedTokenRow,
+  usedTokenOfRow,
 } from '../../accounts/tokens'
-
-interface UsedRow {
-  user_id: number
-  flow: TokenFlow
-  email: string
-  created_at: number
-}
-
-const usedOf = (row: UsedRow): UsedToken => ({
-  userId: row.user_id,
-  flow: row.flow,
-  email: row.email,
-  createdAt: Number(row.created_at),
-})
 
 /**
  * The tokens in PostgreSQL, written in a unit's transaction. Spending is one conditional
@@ -35,11 +22,11 @@ export function createPgAccountTokens(tx: SQL): AccountTokenWrites {
                 ${token.email}, ${token.createdAt}, ${token.expiresAt})`
     },
     async use(flow, tokenHash, at): Promise<UsedToken | TokenRefusal> {
-      const [spent] = await tx<UsedRow[]>`
+      const [spent] = await tx<UsedTokenRow[]>`
         UPDATE account_tokens SET used_at = ${at}
         WHERE token_hash = ${tokenHash} AND flow = ${flow} AND used_at IS NULL AND expires_at > ${at}
         RETURNING user_id, flow, email, created_at::float8 AS created_at`
-      if (spent !== undefined) return usedOf(spent)
+      if (spent !== undefined) return usedTokenOfRow(spent)
       const [found] = await tx<{ used: boolean }[]>`
         SELECT used_at IS NOT NULL AS used FROM account_tokens
         WHERE token_hash = ${tokenHash} AND flow = ${flow}`
@@ -48,7 +35,7 @@ export function createPgAccountTokens(tx: SQL): AccountTokenWrites {
     },
     async useCode(userId, codeHash, at): Promise<UsedToken | TokenRefusal> {
       const [live] = await tx<
-        (UsedRow & { id: number; token_hash: string; code_hash: string; tries: number })[]
+        (UsedTokenRow & { id: number; token_hash: string; code_hash: string; tries: number })[]
       >`
         SELECT id, user_id, flow, email, created_at::float8 AS created_at, token_hash, code_hash, tries
         FROM account_tokens
@@ -62,7 +49,7 @@ export function createPgAccountTokens(tx: SQL): AccountTokenWrites {
         return 'unknown'
       }
       await tx`UPDATE account_tokens SET used_at = ${at} WHERE id = ${live.id}`
-      return usedOf(live)
+      return usedTokenOfRow(live)
     },
     async revoke(userId, flows, at) {
       await tx`

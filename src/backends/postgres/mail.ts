@@ -104,16 +104,14 @@ export function createPgMailOutbox(
             WHERE client_ip = ${counter.clientIp} AND created_at >= ${since}`
     return row ?? { count: 0, oldest: null }
   }
-  const writesOf = (sql: SQL) => ({
-    enqueue: (mail: NewMail) => enqueue(sql, mail),
-    request: (mail: MailRequest) => request(sql, mail),
-    fulfil: (id: number, to: string, content: MailContent) => fulfil(sql, id, to, content),
-    suppress: (id: number, reason: string) => suppress(sql, id, reason),
-    countSince: (counter: MailCounter, since: string) => countSince(sql, counter, since),
-  })
   return {
-    inUnit: writesOf,
-    ...writesOf(pool),
+    inUnit: (tx) => ({
+      enqueue: (mail) => enqueue(tx, mail),
+      request: (mail) => request(tx, mail),
+      fulfil: (id, to, content) => fulfil(tx, id, to, content),
+      suppress: (id, reason) => suppress(tx, id, reason),
+      countSince: (counter, since) => countSince(tx, counter, since),
+    }),
 
     async claimRequested(limit): Promise<RequestedMail[]> {
       const rows = await claim<RequestedRow>(

@@ -4,23 +4,11 @@ import {
   type TokenFlow,
   type TokenRefusal,
   type UsedToken,
+  type UsedTokenRow,
+  usedTokenOfRow,
 } from '../../accounts/tokens'
 import type { Store } from './connection'
 import { settle } from './settle'
-
-interface UsedRow {
-  user_id: number
-  flow: TokenFlow
-  email: string
-  created_at: number
-}
-
-const usedOf = (row: UsedRow): UsedToken => ({
-  userId: row.user_id,
-  flow: row.flow,
-  email: row.email,
-  createdAt: row.created_at,
-})
 
 /** The tokens in SQLite; every write runs inside a unit of work (on the writer). */
 export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
@@ -29,7 +17,7 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
     `INSERT INTO account_tokens (user_id, flow, token_hash, code_hash, email, created_at, expires_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   )
-  const spend = writer.query<UsedRow, [string, TokenFlow, number]>(
+  const spend = writer.query<UsedTokenRow, [string, TokenFlow, number]>(
     `UPDATE account_tokens SET used_at = ?3
      WHERE token_hash = ?1 AND flow = ?2 AND used_at IS NULL AND expires_at > ?3
      RETURNING user_id, flow, email, created_at`,
@@ -38,7 +26,7 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
     'SELECT used_at FROM account_tokens WHERE token_hash = ? AND flow = ?',
   )
   const liveCode = writer.query<
-    UsedRow & { id: number; token_hash: string; code_hash: string; tries: number },
+    UsedTokenRow & { id: number; token_hash: string; code_hash: string; tries: number },
     [number, number]
   >(
     `SELECT id, user_id, flow, email, created_at, token_hash, code_hash, tries FROM account_tokens
@@ -67,7 +55,7 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
     use: (flow, tokenHash, at) =>
       settle((): UsedToken | TokenRefusal => {
         const spent = spend.get(tokenHash, flow, at)
-        if (spent !== null) return usedOf(spent)
+        if (spent !== null) return usedTokenOfRow(spent)
         const found = stateOf.get(tokenHash, flow)
         if (found === null) return 'unknown'
         return found.used_at === null ? 'expired' : 'used'
@@ -82,7 +70,7 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
           return 'unknown'
         }
         spendById.run(at, live.id)
-        return usedOf(live)
+        return usedTokenOfRow(live)
       }),
     revoke: (userId, flows, at) =>
       settle(() => {

@@ -1,6 +1,5 @@
 import type { PageRequest } from '../../db/page'
 import {
-  type MailContent,
   type MailCounter,
   type MailOutbox,
   type MailRequest,
@@ -144,23 +143,20 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
     ('toKey' in counter
       ? countTo.get(counter.toKey, since)
       : countFrom.get(counter.clientIp, since)) ?? { count: 0, oldest: null }
-  const writesOf = (run: <T>(work: () => T) => Promise<T>) => ({
-    enqueue: (mail: NewMail) => run(() => enqueue(mail)),
-    request: (mail: MailRequest) => run(() => request(mail)),
-    fulfil: (id: number, to: string, content: MailContent) =>
-      run(() => {
-        fulfil.run(to, content.subject, content.text, content.html, id)
-      }),
-    suppress: (id: number, reason: string) =>
-      run(() => {
-        suppress.run(reason, id)
-      }),
-    countSince: (counter: MailCounter, since: string) => run(() => countSince(counter, since)),
-  })
-
   return {
-    inUnit: writesOf(settle),
-    ...writesOf((work) => writes.run(work)),
+    inUnit: {
+      enqueue: (mail) => settle(() => enqueue(mail)),
+      request: (mail) => settle(() => request(mail)),
+      fulfil: (id, to, content) =>
+        settle(() => {
+          fulfil.run(to, content.subject, content.text, content.html, id)
+        }),
+      suppress: (id, reason) =>
+        settle(() => {
+          suppress.run(reason, id)
+        }),
+      countSince: (counter, since) => settle(() => countSince(counter, since)),
+    },
     claimRequested: (limit) =>
       settle(() => requested.all(now().getTime(), limit).map(requestedOfRow)),
     claimDue: (limit) => settle(() => due.all(now().getTime(), limit).map(outgoingOfRow)),

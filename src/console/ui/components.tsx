@@ -273,3 +273,35 @@ export function formatDuration(seconds: number): string {
   if (minutes > 0) return `${minutes} min`
   return `${seconds} s`
 }
+
+/** A list's status filter (a change goes back to the first page) and its Refresh button. */
+export function StatusFilter(props: {
+  id: string
+  statuses: readonly string[]
+  value: string
+  onChange: (status: string) => void
+  onRefresh: () => void
+}) {
+  return (
+    <div class="toolbar">
+      <p class="field">
+        <label for={props.id}>Status</label>
+        <select
+          id={props.id}
+          value={props.value}
+          onChange={(event) => props.onChange((event.currentTarget as HTMLSelectElement).value)}
+        >
+          <option value="">Every status</option>
+          {props.statuses.map((name) => (
+            <option key={name} value={name}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </p>
+      <button type="button" onClick={props.onRefresh}>
+        Refresh
+      </button>
+    </div>
+  )
+}

@@ -8,6 +8,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  StatusFilter,
   useLoad,
 } from '../components'
 
@@ -61,29 +62,16 @@ export function MailOutboxPage() {
 
   return (
     <>
-      <div class="toolbar">
-        <p class="field">
-          <label for="mail-status-filter">Status</label>
-          <select
-            id="mail-status-filter"
-            value={status}
-            onChange={(event) => {
-              setStatus((event.currentTarget as HTMLSelectElement).value)
-              setOffset(0)
-            }}
-          >
-            <option value="">Every status</option>
-            {STATUSES.map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
-          </select>
-        </p>
-        <button type="button" onClick={reload}>
-          Refresh
-        </button>
-      </div>
+      <StatusFilter
+        id="mail-status-filter"
+        statuses={STATUSES}
+        value={status}
+        onChange={(next) => {
+          setStatus(next)
+          setOffset(0)
+        }}
+        onRefresh={reload}
+      />
       <p class="hint">
         Without <code>--smtp-url</code> roster sends nothing: messages stay pending here, and their
         link can be opened from this page.

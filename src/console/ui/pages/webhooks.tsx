@@ -8,6 +8,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  StatusFilter,
   useLoad,
 } from '../components'
 
@@ -54,29 +55,16 @@ export function WebhooksPage() {
 
   return (
     <>
-      <div class="toolbar">
-        <p class="field">
-          <label for="status-filter">Status</label>
-          <select
-            id="status-filter"
-            value={status}
-            onChange={(event) => {
-              setStatus((event.currentTarget as HTMLSelectElement).value)
-              setOffset(0)
-            }}
-          >
-            <option value="">Every status</option>
-            {STATUSES.map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
-          </select>
-        </p>
-        <button type="button" onClick={reload}>
-          Refresh
-        </button>
-      </div>
+      <StatusFilter
+        id="status-filter"
+        statuses={STATUSES}
+        value={status}
+        onChange={(next) => {
+          setStatus(next)
+          setOffset(0)
+        }}
+        onRefresh={reload}
+      />
       <Notice text={notice} />
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
