@@ -169,7 +169,12 @@ describe('faults behind the balancer', () => {
       const statuses = new Set(answers.map((answer) => answer.status))
       for (const status of statuses) expect([0, 200, 502, 503]).toContain(status)
       // The load reached the instances (without retries, a kill costs the requests at it).
-      expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThan(count / 4)
+      // nginx sets an instance aside for fail_timeout (10 s) after one failure, so once each
+      // has been killed every later request is a quick 502: how many are answered before that
+      // is timing (215–642 of 1200 over 14 runs, both before and after the mail flows).
+      const answered = answers.filter((answer) => answer.status === 200)
+      expect(answered.length).toBeGreaterThan(count / 8)
+      expect(new Set(answered.map((answer) => answer.method))).toEqual(new Set(['DELETE', 'PATCH']))
     })
   }
 
