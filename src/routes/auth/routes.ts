@@ -10,6 +10,7 @@ import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
+import { mountOf } from '../../http/request-context'
 import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
 import { principalOf } from './principal'
@@ -17,7 +18,7 @@ import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey 
 
 const tags = ['credentials']
 
-/** /data and /api-keys under one prefix: the routes an API key is for. */
+/** /data and /api-keys, for every mount: the routes an API key is for. */
 /** What the API-key routes are given by the composition root. */
 export interface AuthRouteInputs {
   auth: AuthPlugin
@@ -29,16 +30,16 @@ export interface AuthRouteInputs {
   clock: () => number
 }
 
-export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') {
+export function authRoutes(inputs: AuthRouteInputs) {
   const { auth, apiKeys, counts, config } = inputs
-  const listPath = `${prefix}/api-keys`
+  const listPath = (request: Request) => `${mountOf(request.url)}/api-keys`
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const data = guard('GET /data')
   const create = guard('POST /api-keys')
   const list = guard('GET /api-keys')
   const revoke = guard('DELETE /api-keys/:id')
 
-  return new Elysia({ prefix })
+  return new Elysia()
     .use(auth)
     .get(
       '/data',
@@ -115,7 +116,7 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
       '/api-keys',
       ({ request, set }) =>
         offsetPageAnswer(request, set, {
-          path: listPath,
+          path: listPath(request),
           publicUrl: config.publicUrl,
           list: (page) => apiKeys.list(page),
         }),

@@ -10,6 +10,7 @@ import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
+import { mountOf } from '../../http/request-context'
 import {
   checkedIdempotencyKey,
   type IdempotencyClaims,
@@ -64,12 +65,12 @@ function parseGroupId(text: string): number {
 }
 
 /**
- * /groups under one prefix: the users API's habits (list envelope and Link, ETag and
+ * /groups for every mount: the users API's habits (list envelope and Link, ETag and
  * If-Match, Idempotency-Key on create) for groups of users, and one membership at a time.
  */
-export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2') {
+export function groupRoutes(inputs: GroupRouteInputs) {
   const { auth, groups, idempotency, transaction, config } = inputs
-  const listPath = `${prefix}/groups`
+  const listPath = (request: Request) => `${mountOf(request.url)}/groups`
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const list = guard('GET /groups')
   const create = guard('POST /groups')
@@ -115,13 +116,13 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
     responses: documented({ 200: GroupView, ...errorResponses('NOT_FOUND') }),
   })
 
-  return new Elysia({ prefix })
+  return new Elysia()
     .use(auth)
     .get(
       '/groups',
       async ({ request, set }) => {
         const page = await offsetPageAnswer(request, set, {
-          path: listPath,
+          path: listPath(request),
           publicUrl: config.publicUrl,
           list: (request) => groups.list(request),
         })
@@ -149,7 +150,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
         if (key === null) {
           const group = await groups.create(input)
           set.status = 201
-          set.headers.location = `${listPath}/${group.id}`
+          set.headers.location = `${listPath(request)}/${group.id}`
           return answer(group, set)
         }
         const scope = `${principalKey(principalOf(set))}:POST /groups`
@@ -162,7 +163,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
             return {
               status: 201,
               body: JSON.stringify(toGroupView(group)),
-              location: `${listPath}/${group.id}`,
+              location: `${listPath(request)}/${group.id}`,
             }
           }),
         )

@@ -4,6 +4,7 @@ import { ID_FORMAT } from '../../db/random-id'
 import { notFound, unsupportedMediaType } from '../../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
+import { type Mount, mountOf } from '../../http/request-context'
 import { ownerOf, requireDeleter, requireReader } from '../../uploads/access'
 import { MAX_DESCRIPTION } from '../../uploads/fields'
 import { cleanContentType } from '../../uploads/names'
@@ -27,8 +28,8 @@ export interface UploadRouteInputs {
   config: Pick<Config, 'maxFiles' | 'maxUploadSize' | 'publicUrl' | 'usersAccess'>
 }
 
-/** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, under one prefix. */
-export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v2') {
+/** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, for every mount. */
+export function uploadRoutes(inputs: UploadRouteInputs) {
   const { auth, uploads, uploadStored, config } = inputs
   const uploadGuard = guardOf('POST /upload', config.usersAccess)
   const listGuard = guardOf('GET /uploads', config.usersAccess)
@@ -36,7 +37,6 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
   const deleteGuard = guardOf('DELETE /uploads/:id', config.usersAccess)
   const fileGuard = guardOf('GET /files/:id', config.usersAccess)
   const headGuard = guardOf('HEAD /files/:id', config.usersAccess)
-  const view = (upload: UploadRecord) => uploadView(upload, prefix)
 
   /** The upload form the body holds, by its type; a body that is not 415. */
   async function formOf(request: Request): Promise<RequestForm> {
@@ -46,7 +46,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
     throw unsupportedMediaType('Send the upload as multipart/form-data or application/octet-stream')
   }
 
-  return new Elysia({ prefix })
+  return new Elysia()
     .use(auth)
     .post(
       '/upload',
@@ -61,8 +61,9 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         }
         uploadStored(upload.files)
         set.status = 201
-        set.headers.location = `${prefix}/uploads/${upload.id}`
-        return view(upload)
+        const mount = mountOf(request.url)
+        set.headers.location = `${mount}/uploads/${upload.id}`
+        return uploadView(upload, mount)
       },
       {
         parse: 'none',
@@ -107,11 +108,15 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
       '/uploads',
       async ({ request, set }) => {
         const page = await offsetPageAnswer(request, set, {
-          path: `${prefix}/uploads`,
+          path: `${mountOf(request.url)}/uploads`,
           publicUrl: config.publicUrl,
           list: (request) => uploads.list(request),
         })
-        return { data: page.data.map(view), pagination: page.pagination }
+        const mount = mountOf(request.url)
+        return {
+          data: page.data.map((upload) => uploadView(upload, mount)),
+          pagination: page.pagination,
+        }
       },
       {
         ...listGuard.hook,
@@ -131,11 +136,11 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
     )
     .get(
       '/uploads/:id',
-      async ({ params, set }) => {
+      async ({ params, request, set }) => {
         const upload = ID_FORMAT.test(params.id) ? await uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireReader(upload, principalOf(set))
-        return view(upload)
+        return uploadView(upload, mountOf(request.url))
       },
       {
         ...getGuard.hook,
@@ -216,7 +221,8 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
   }
 }
 
-function uploadView(upload: UploadRecord, prefix: string) {
+/** An upload as answered through `mount`, whose file URLs stay under it. */
+function uploadView(upload: UploadRecord, mount: Mount) {
   return {
     id: upload.id,
     description: upload.description,
@@ -229,7 +235,7 @@ function uploadView(upload: UploadRecord, prefix: string) {
       content_type: file.contentType,
       size: file.size,
       sha256: file.sha256,
-      url: `${prefix}/files/${file.id}`,
+      url: `${mount}/files/${file.id}`,
     })),
   }
 }

@@ -16,18 +16,15 @@ const MEDIA_TYPES: Record<TransferFormat, string> = {
  * GET /users/export?format=csv|jsonl (API key): every user, streamed, the same lines as
  * `roster users export` (never the password hashes: those leave only through the CLI).
  */
-export function userExportRoutes(
-  inputs: {
-    auth: AuthPlugin
-    users: Pick<UserStore, 'exportAll'>
-    clock: () => number
-    usersAccess: UsersAccess
-  },
-  prefix: '' | '/v1' | '/v2',
-) {
+export function userExportRoutes(inputs: {
+  auth: AuthPlugin
+  users: Pick<UserStore, 'exportAll'>
+  clock: () => number
+  usersAccess: UsersAccess
+}) {
   const { auth, users, clock } = inputs
   const guard = guardOf('GET /users/export', inputs.usersAccess)
-  return new Elysia({ prefix }).use(auth).get(
+  return new Elysia().use(auth).get(
     '/users/export',
     ({ request }) => {
       const query = new QueryReader(request.url)

@@ -12,6 +12,7 @@ import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
+import { mountOf } from '../../http/request-context'
 import {
   checkedIdempotencyKey,
   type IdempotencyClaims,
@@ -69,16 +70,12 @@ type UpdateBody = {
 }
 
 /**
- * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
- * except the list, which v2 extends with keyset cursors and filters.
+ * /users for one API version (mounted under '' and '/v1', or '/v2'). The routes are the same
+ * for every version except the list, which v2 extends with keyset cursors and filters.
  */
-export function usersRoutes(
-  inputs: UsersRouteInputs,
-  prefix: '' | '/v1' | '/v2',
-  version: ApiVersion,
-) {
+export function usersRoutes(inputs: UsersRouteInputs, version: ApiVersion) {
   const { auth, users, idempotency, transaction, confirmPassword, config } = inputs
-  const listPath = `${prefix}/users`
+  const listPath = (request: Request) => `${mountOf(request.url)}/users`
   const access = usersAccess(config.usersAccess)
 
   /**
@@ -122,14 +119,14 @@ export function usersRoutes(
     return toView(user)
   }
 
-  const app = new Elysia({ prefix }).use(auth)
+  const app = new Elysia().use(auth)
   const withList =
     version === 1
       ? app.get(
           '/users',
           ({ request, set }) =>
             offsetPageAnswer(request, set, {
-              path: listPath,
+              path: listPath(request),
               publicUrl: config.publicUrl,
               list: (page) => users.list(page),
             }),
@@ -141,7 +138,7 @@ export function usersRoutes(
       : app.get(
           '/users',
           ({ request, set }) =>
-            v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
+            v2Page(request, set, { users, path: listPath(request), publicUrl: config.publicUrl }),
           {
             ...access.list.hook,
             detail: { security: access.list.security, ...LIST_V2_DOCS },
@@ -162,12 +159,15 @@ export function usersRoutes(
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
         const input = { name: body.name, email: body.email, passwordHash, role: body.role }
         if (key === null) {
-          const { status, view, location } = createdAnswer(await users.create(input), listPath)
+          const { status, view, location } = createdAnswer(
+            await users.create(input),
+            listPath(request),
+          )
           set.status = status
           set.headers.location = location
           return view
         }
-        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
+        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath(request))
       },
       {
         ...access.create.hook,
