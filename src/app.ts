@@ -1,4 +1,4 @@
-import { type AnyElysia, Elysia } from 'elysia'
+import { Elysia } from 'elysia'
 import { type Deps, VERSION } from './deps'
 import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
@@ -9,7 +9,6 @@ import { hostGuard } from './http/host-guard'
 import { jsonResponses } from './http/json-response'
 import { requestPipeline } from './http/pipeline'
 import { rateLimit } from './http/rate-limit'
-import type { Mount } from './http/request-context'
 import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { accountChangeRoutes, linkPageRoutes, mailFlowRoutes } from './routes/account/mail-flows'
@@ -30,13 +29,8 @@ import { type ApiVersion, usersRoutes } from './routes/users/routes'
 import { registerEmailFormat } from './routes/users/schema'
 import { webhookRoutes } from './routes/webhooks/routes'
 
-/**
- * Unversioned paths are v1 and stay v1; /v1 and /v2 serve the same route modules. Each module is
- * built once (v1's and v2's users routes differ in their list) and mounted under every prefix:
- * building them once per prefix was a tenth of start-up. Handlers take the mount from the
- * request (http/request-context.ts's mountOf) where an answer names a path.
- */
-const MOUNTS: readonly (readonly [Mount, ApiVersion])[] = [
+/** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
+const MOUNTS: readonly (readonly ['' | '/v1' | '/v2', ApiVersion])[] = [
   ['', 1],
   ['/v1', 1],
   ['/v2', 2],
@@ -93,22 +87,18 @@ export function createApp(
       usersAccess: deps.config.usersAccess,
     }),
   )
-  const usersOf = { 1: usersRoutes(inputs.users, 1), 2: usersRoutes(inputs.users, 2) }
-  const before = [healthRoutes(inputs.health), userExportRoutes(inputs.userExport)]
-  const after = [
-    accountRoutes(inputs.account),
-    mailFlowRoutes(inputs.mailFlows),
-    accountChangeRoutes(inputs.mailFlows),
-    mailRoutes(inputs.mail),
-    groupRoutes(inputs.groups),
-    authRoutes(inputs.apiKeys),
-    uploadRoutes(inputs.uploads),
-    webhookRoutes(inputs.webhooks),
-  ]
   for (const [prefix, version] of MOUNTS) {
-    const mount: AnyElysia = prefix === '' ? app : new Elysia({ prefix })
-    for (const module of [...before, usersOf[version], ...after]) mount.use(module)
-    if (mount !== app) app.use(mount)
+    app.use(healthRoutes(inputs.health, prefix))
+    app.use(userExportRoutes(inputs.userExport, prefix))
+    app.use(usersRoutes(inputs.users, prefix, version))
+    app.use(accountRoutes(inputs.account, prefix))
+    app.use(mailFlowRoutes(inputs.mailFlows, prefix))
+    app.use(accountChangeRoutes(inputs.mailFlows, prefix))
+    app.use(mailRoutes(inputs.mail, prefix))
+    app.use(groupRoutes(inputs.groups, prefix))
+    app.use(authRoutes(inputs.apiKeys, prefix))
+    app.use(uploadRoutes(inputs.uploads, prefix))
+    app.use(webhookRoutes(inputs.webhooks, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)

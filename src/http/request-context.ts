@@ -21,21 +21,6 @@ export function apiVersionOf(url: string): '1' | '2' {
     : '1'
 }
 
-/** Where the API is mounted: the prefixes one route module is served under. */
-export type Mount = '' | '/v1' | '/v2'
-
-/**
- * The mount a request came in through, from its URL: `/v1` or `/v2` for paths under them,
- * else `''`. One route module serves all three (see app.ts), so the paths it writes into
- * answers (Location, Link, an upload's file URL) take the mount from the request.
- */
-export function mountOf(url: string): Mount {
-  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
-  if (url[start + 1] !== 'v' || url[start + 3] !== '/') return ''
-  const digit = url[start + 2]
-  return digit === '1' ? '/v1' : digit === '2' ? '/v2' : ''
-}
-
 const SAFE_ORIGIN =
   /^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/
 

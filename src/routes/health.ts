@@ -38,16 +38,19 @@ type CheckState = 'ok' | 'failing'
  * directory is writable, else 503 with `status: unavailable` plus the error envelope's fields.
  * The checks run at most once a second; the answer between runs is built from their result.
  */
-export function healthRoutes(inputs: {
-  checks: () => CheckResults | Promise<CheckResults>
-  version: string
-  clock: () => number
-  startedAt: number
-  publicUrl: string | null
-  auth: AuthPlugin
-  /** Protected mode: figures (free bytes) only for a caller with an API key (section 11). */
-  figuresNeedKey: boolean
-}) {
+export function healthRoutes(
+  inputs: {
+    checks: () => CheckResults | Promise<CheckResults>
+    version: string
+    clock: () => number
+    startedAt: number
+    publicUrl: string | null
+    auth: AuthPlugin
+    /** Protected mode: figures (free bytes) only for a caller with an API key (section 11). */
+    figuresNeedKey: boolean
+  },
+  prefix: '' | '/v1' | '/v2',
+) {
   const { checks, version, clock, startedAt, publicUrl, figuresNeedKey } = inputs
   const answer = (
     results: CheckResults,
@@ -78,7 +81,7 @@ export function healthRoutes(inputs: {
   // Open mode needs no credential here at all: the hook is left out of the probe's path.
   const guard = guardOf('GET /health', figuresNeedKey ? 'protected' : 'open')
   const figuresAuth = figuresNeedKey ? guard.hook : {}
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(inputs.auth)
     .get(
       '/health',

@@ -96,7 +96,7 @@ function routeKit(inputs: MailFlowRouteInputs) {
  * way for every address; a confirmation spends the link's token (400 TOKEN_* when it cannot).
  * Each link opens a page (GET) that asks for a click before it confirms.
  */
-export function mailFlowRoutes(inputs: MailFlowRouteInputs) {
+export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows } = inputs
   const { guard, asker } = routeKit(inputs)
   const verifyRequest = guard('POST /auth/verify-email/request')
@@ -104,7 +104,7 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs) {
   const resetRequest = guard('POST /auth/password-reset/request')
   const resetConfirm = guard('POST /auth/password-reset/confirm')
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .post(
       '/auth/verify-email/request',
@@ -201,7 +201,7 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs) {
  * Magic links, email changes and invitations (a module apart from mailFlowRoutes only so that
  * TypeScript can still type each chain of routes).
  */
-export function accountChangeRoutes(inputs: MailFlowRouteInputs) {
+export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows, config, credentials } = inputs
   const { guard, asker } = routeKit(inputs)
   const magicRequest = guard('POST /auth/magic-link/request')
@@ -211,7 +211,7 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs) {
   const invite = guard('POST /users/:id/invite')
   const inviteConfirm = guard('POST /auth/invitation/confirm')
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .post(
       '/auth/magic-link/request',

@@ -20,7 +20,7 @@ import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
 const tags = ['credentials']
 
 /**
- * The account routes: /login, /logout, /me and /secure, for every mount. They sit above both
+ * The account routes: /login, /logout, /me and /secure under one prefix. They sit above both
  * auth (credentials) and users (the records a credential names), so either may be used here.
  */
 /** What the account routes are given by the composition root. */
@@ -32,7 +32,7 @@ export interface AccountRouteInputs {
   config: CookieSecurity & Pick<Config, 'usersAccess'>
 }
 
-export function accountRoutes(inputs: AccountRouteInputs) {
+export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, users, credentials, authenticator, config } = inputs
   const logout = guardOf('POST /logout', config.usersAccess)
   const me = guardOf('GET /me', config.usersAccess)
@@ -52,7 +52,7 @@ export function accountRoutes(inputs: AccountRouteInputs) {
     return userRecord(principal.userId)
   }
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .post(
       '/login',

@@ -10,7 +10,6 @@ import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
-import { mountOf } from '../../http/request-context'
 import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
 import { principalOf } from './principal'
@@ -18,7 +17,7 @@ import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey 
 
 const tags = ['credentials']
 
-/** /data and /api-keys, for every mount: the routes an API key is for. */
+/** /data and /api-keys under one prefix: the routes an API key is for. */
 /** What the API-key routes are given by the composition root. */
 export interface AuthRouteInputs {
   auth: AuthPlugin
@@ -30,16 +29,16 @@ export interface AuthRouteInputs {
   clock: () => number
 }
 
-export function authRoutes(inputs: AuthRouteInputs) {
+export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, apiKeys, counts, config } = inputs
-  const listPath = (request: Request) => `${mountOf(request.url)}/api-keys`
+  const listPath = `${prefix}/api-keys`
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const data = guard('GET /data')
   const create = guard('POST /api-keys')
   const list = guard('GET /api-keys')
   const revoke = guard('DELETE /api-keys/:id')
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .get(
       '/data',
@@ -116,7 +115,7 @@ export function authRoutes(inputs: AuthRouteInputs) {
       '/api-keys',
       ({ request, set }) =>
         offsetPageAnswer(request, set, {
-          path: listPath(request),
+          path: listPath,
           publicUrl: config.publicUrl,
           list: (page) => apiKeys.list(page),
         }),

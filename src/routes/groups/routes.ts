@@ -10,7 +10,6 @@ import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
-import { mountOf } from '../../http/request-context'
 import {
   checkedIdempotencyKey,
   type IdempotencyClaims,
@@ -65,12 +64,12 @@ function parseGroupId(text: string): number {
 }
 
 /**
- * /groups for every mount: the users API's habits (list envelope and Link, ETag and
+ * /groups under one prefix: the users API's habits (list envelope and Link, ETag and
  * If-Match, Idempotency-Key on create) for groups of users, and one membership at a time.
  */
-export function groupRoutes(inputs: GroupRouteInputs) {
+export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, groups, idempotency, transaction, config } = inputs
-  const listPath = (request: Request) => `${mountOf(request.url)}/groups`
+  const listPath = `${prefix}/groups`
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const list = guard('GET /groups')
   const create = guard('POST /groups')
@@ -116,13 +115,13 @@ export function groupRoutes(inputs: GroupRouteInputs) {
     responses: documented({ 200: GroupView, ...errorResponses('NOT_FOUND') }),
   })
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .get(
       '/groups',
       async ({ request, set }) => {
         const page = await offsetPageAnswer(request, set, {
-          path: listPath(request),
+          path: listPath,
           publicUrl: config.publicUrl,
           list: (request) => groups.list(request),
         })
@@ -150,7 +149,7 @@ export function groupRoutes(inputs: GroupRouteInputs) {
         if (key === null) {
           const group = await groups.create(input)
           set.status = 201
-          set.headers.location = `${listPath(request)}/${group.id}`
+          set.headers.location = `${listPath}/${group.id}`
           return answer(group, set)
         }
         const scope = `${principalKey(principalOf(set))}:POST /groups`
@@ -163,7 +162,7 @@ export function groupRoutes(inputs: GroupRouteInputs) {
             return {
               status: 201,
               body: JSON.stringify(toGroupView(group)),
-              location: `${listPath(request)}/${group.id}`,
+              location: `${listPath}/${group.id}`,
             }
           }),
         )

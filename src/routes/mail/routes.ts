@@ -4,7 +4,6 @@ import { parseRowId } from '../../db/row-id'
 import { conflict, notFound } from '../../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
-import { mountOf } from '../../http/request-context'
 import { MAIL_STATUSES, type MailOutbox } from '../../mail/outbox'
 import type { AuthPlugin } from '../auth/plugin'
 import { guardOf } from '../authorisation'
@@ -24,22 +23,22 @@ export interface MailRouteInputs {
  * The outbox, for admins and keys with users:write (its unsent messages carry working links):
  * what was sent, what waits and why, and a resend for what failed.
  */
-export function mailRoutes(inputs: MailRouteInputs) {
+export function mailRoutes(inputs: MailRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, outbox, config } = inputs
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const list = guard('GET /mail')
   const read = guard('GET /mail/:id')
   const resend = guard('POST /mail/:id/resend')
-  const listPath = (request: Request) => `${mountOf(request.url)}/mail`
+  const listPath = `${prefix}/mail`
   const NOT_FOUND = 'No message with this id'
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .get(
       '/mail',
       ({ request, set }) =>
         offsetPageAnswer(request, set, {
-          path: listPath(request),
+          path: listPath,
           publicUrl: config.publicUrl,
           filters: (query) => ({
             status: query.has('status')

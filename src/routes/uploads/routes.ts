@@ -4,7 +4,6 @@ import { ID_FORMAT } from '../../db/random-id'
 import { notFound, unsupportedMediaType } from '../../errors/errors'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
-import { type Mount, mountOf } from '../../http/request-context'
 import { ownerOf, requireDeleter, requireReader } from '../../uploads/access'
 import { MAX_DESCRIPTION } from '../../uploads/fields'
 import { cleanContentType } from '../../uploads/names'
@@ -28,8 +27,8 @@ export interface UploadRouteInputs {
   config: Pick<Config, 'maxFiles' | 'maxUploadSize' | 'publicUrl' | 'usersAccess'>
 }
 
-/** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, for every mount. */
-export function uploadRoutes(inputs: UploadRouteInputs) {
+/** POST /upload, GET and DELETE /uploads/{id}, GET and HEAD /files/{id}, under one prefix. */
+export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, uploads, uploadStored, config } = inputs
   const uploadGuard = guardOf('POST /upload', config.usersAccess)
   const listGuard = guardOf('GET /uploads', config.usersAccess)
@@ -37,6 +36,7 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
   const deleteGuard = guardOf('DELETE /uploads/:id', config.usersAccess)
   const fileGuard = guardOf('GET /files/:id', config.usersAccess)
   const headGuard = guardOf('HEAD /files/:id', config.usersAccess)
+  const view = (upload: UploadRecord) => uploadView(upload, prefix)
 
   /** The upload form the body holds, by its type; a body that is not 415. */
   async function formOf(request: Request): Promise<RequestForm> {
@@ -46,7 +46,7 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
     throw unsupportedMediaType('Send the upload as multipart/form-data or application/octet-stream')
   }
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .post(
       '/upload',
@@ -61,9 +61,8 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
         }
         uploadStored(upload.files)
         set.status = 201
-        const mount = mountOf(request.url)
-        set.headers.location = `${mount}/uploads/${upload.id}`
-        return uploadView(upload, mount)
+        set.headers.location = `${prefix}/uploads/${upload.id}`
+        return view(upload)
       },
       {
         parse: 'none',
@@ -108,15 +107,11 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
       '/uploads',
       async ({ request, set }) => {
         const page = await offsetPageAnswer(request, set, {
-          path: `${mountOf(request.url)}/uploads`,
+          path: `${prefix}/uploads`,
           publicUrl: config.publicUrl,
           list: (request) => uploads.list(request),
         })
-        const mount = mountOf(request.url)
-        return {
-          data: page.data.map((upload) => uploadView(upload, mount)),
-          pagination: page.pagination,
-        }
+        return { data: page.data.map(view), pagination: page.pagination }
       },
       {
         ...listGuard.hook,
@@ -136,11 +131,11 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
     )
     .get(
       '/uploads/:id',
-      async ({ params, request, set }) => {
+      async ({ params, set }) => {
         const upload = ID_FORMAT.test(params.id) ? await uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireReader(upload, principalOf(set))
-        return uploadView(upload, mountOf(request.url))
+        return view(upload)
       },
       {
         ...getGuard.hook,
@@ -221,8 +216,7 @@ export function uploadRoutes(inputs: UploadRouteInputs) {
   }
 }
 
-/** An upload as answered through `mount`, whose file URLs stay under it. */
-function uploadView(upload: UploadRecord, mount: Mount) {
+function uploadView(upload: UploadRecord, prefix: string) {
   return {
     id: upload.id,
     description: upload.description,
@@ -235,7 +229,7 @@ function uploadView(upload: UploadRecord, mount: Mount) {
       content_type: file.contentType,
       size: file.size,
       sha256: file.sha256,
-      url: `${mount}/files/${file.id}`,
+      url: `${prefix}/files/${file.id}`,
     })),
   }
 }

@@ -16,15 +16,18 @@ const MEDIA_TYPES: Record<TransferFormat, string> = {
  * GET /users/export?format=csv|jsonl (API key): every user, streamed, the same lines as
  * `roster users export` (never the password hashes: those leave only through the CLI).
  */
-export function userExportRoutes(inputs: {
-  auth: AuthPlugin
-  users: Pick<UserStore, 'exportAll'>
-  clock: () => number
-  usersAccess: UsersAccess
-}) {
+export function userExportRoutes(
+  inputs: {
+    auth: AuthPlugin
+    users: Pick<UserStore, 'exportAll'>
+    clock: () => number
+    usersAccess: UsersAccess
+  },
+  prefix: '' | '/v1' | '/v2',
+) {
   const { auth, users, clock } = inputs
   const guard = guardOf('GET /users/export', inputs.usersAccess)
-  return new Elysia().use(auth).get(
+  return new Elysia({ prefix }).use(auth).get(
     '/users/export',
     ({ request }) => {
       const query = new QueryReader(request.url)

@@ -12,7 +12,6 @@ import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
-import { mountOf } from '../../http/request-context'
 import {
   checkedIdempotencyKey,
   type IdempotencyClaims,
@@ -70,12 +69,16 @@ type UpdateBody = {
 }
 
 /**
- * /users for one API version (mounted under '' and '/v1', or '/v2'). The routes are the same
- * for every version except the list, which v2 extends with keyset cursors and filters.
+ * /users under one prefix ('', '/v1' or '/v2'). The routes are the same for every version
+ * except the list, which v2 extends with keyset cursors and filters.
  */
-export function usersRoutes(inputs: UsersRouteInputs, version: ApiVersion) {
+export function usersRoutes(
+  inputs: UsersRouteInputs,
+  prefix: '' | '/v1' | '/v2',
+  version: ApiVersion,
+) {
   const { auth, users, idempotency, transaction, confirmPassword, config } = inputs
-  const listPath = (request: Request) => `${mountOf(request.url)}/users`
+  const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
   /**
@@ -119,14 +122,14 @@ export function usersRoutes(inputs: UsersRouteInputs, version: ApiVersion) {
     return toView(user)
   }
 
-  const app = new Elysia().use(auth)
+  const app = new Elysia({ prefix }).use(auth)
   const withList =
     version === 1
       ? app.get(
           '/users',
           ({ request, set }) =>
             offsetPageAnswer(request, set, {
-              path: listPath(request),
+              path: listPath,
               publicUrl: config.publicUrl,
               list: (page) => users.list(page),
             }),
@@ -138,7 +141,7 @@ export function usersRoutes(inputs: UsersRouteInputs, version: ApiVersion) {
       : app.get(
           '/users',
           ({ request, set }) =>
-            v2Page(request, set, { users, path: listPath(request), publicUrl: config.publicUrl }),
+            v2Page(request, set, { users, path: listPath, publicUrl: config.publicUrl }),
           {
             ...access.list.hook,
             detail: { security: access.list.security, ...LIST_V2_DOCS },
@@ -159,15 +162,12 @@ export function usersRoutes(inputs: UsersRouteInputs, version: ApiVersion) {
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
         const input = { name: body.name, email: body.email, passwordHash, role: body.role }
         if (key === null) {
-          const { status, view, location } = createdAnswer(
-            await users.create(input),
-            listPath(request),
-          )
+          const { status, view, location } = createdAnswer(await users.create(input), listPath)
           set.status = status
           set.headers.location = location
           return view
         }
-        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath(request))
+        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
       },
       {
         ...access.create.hook,

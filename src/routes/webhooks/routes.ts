@@ -7,7 +7,6 @@ import { MAX_JSON_BYTES, readBytes } from '../../http/json-body'
 import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import type { QueryReader } from '../../http/query'
-import { mountOf } from '../../http/request-context'
 import { EVENT_STATUSES, type EventStatus, type WebhookInbox } from '../../webhooks/inbox'
 import { claimedScheme, type Verified, verifySignature } from '../../webhooks/signature'
 import type { AuthPlugin } from '../auth/plugin'
@@ -18,7 +17,7 @@ const tags = ['webhooks']
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const MAX_EVENT_ID = 255
 
-/** POST /webhooks (and /webhook), GET /webhooks/events, for every mount. */
+/** POST /webhooks (and /webhook), GET /webhooks/events, under one prefix. */
 /** What the webhook routes are given by the composition root. */
 export interface WebhookRouteInputs {
   auth: AuthPlugin
@@ -31,12 +30,12 @@ export interface WebhookRouteInputs {
   config: Pick<Config, 'publicUrl' | 'webhookSecrets' | 'usersAccess'>
 }
 
-export function webhookRoutes(inputs: WebhookRouteInputs) {
+export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, inbox, wakeWorker, countEvent, clock, config } = inputs
   const events = guardOf('GET /webhooks/events', config.usersAccess)
   const retry = guardOf('POST /webhooks/events/:id/retry', config.usersAccess)
   const nowSeconds = () => clock() / 1000
-  const listPath = (request: Request) => `${mountOf(request.url)}/webhooks/events`
+  const listPath = `${prefix}/webhooks/events`
 
   const receive = async ({ request }: { request: Request }) => {
     const raw = await readBytes(request, MAX_JSON_BYTES)
@@ -97,7 +96,7 @@ export function webhookRoutes(inputs: WebhookRouteInputs) {
     }),
   }
 
-  return new Elysia()
+  return new Elysia({ prefix })
     .use(auth)
     .post('/webhooks', receive, { parse: 'none', detail: receiveDocs })
     .post('/webhook', receive, {
@@ -108,7 +107,7 @@ export function webhookRoutes(inputs: WebhookRouteInputs) {
       '/webhooks/events',
       ({ request, set }) =>
         offsetPageAnswer(request, set, {
-          path: listPath(request),
+          path: listPath,
           publicUrl: config.publicUrl,
           filters: (query) => ({ status: readStatusFilter(query) }),
           list: (page, { status }) => inbox.list(page, status),
