@@ -9,8 +9,8 @@ const FLAGS = databaseFlags()
 export const BACKUP_HELP = () => `Usage: roster backup FILE [flags]
 
 Writes a consistent copy of the database to FILE while the server keeps running (it reads
-one snapshot; writes go on meanwhile). Refuses to overwrite FILE. The copy is checked before
-it is put in place; its size and the time taken are printed.
+one snapshot; writes go on meanwhile). Refuses to overwrite FILE; makes its folder if missing.
+The copy is checked before it is put in place; its size and the time taken are printed.
 
 To restore: stop roster, replace DATA_DIR/roster.db with the copy (and delete roster.db-wal and
 roster.db-shm if present), start roster. Uploaded files live in DATA_DIR/uploads/ and are not

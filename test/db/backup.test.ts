@@ -38,8 +38,22 @@ describe('backupDatabase', () => {
     expect(() => backupDatabase(join(t.dataDir, 'none.db'), join(t.dataDir, 'x.db'))).toThrow(
       'there is no database at',
     )
-    expect(() => backupDatabase(sqlitePath(t.deps), '/nonexistent-dir/x.db')).toThrow(
-      'cannot write in /nonexistent-dir (ENOENT)',
+    // A destination inside a file: no folder can be made there.
+    const underFile = join(sqlitePath(t.deps), 'x.db')
+    expect(() => backupDatabase(sqlitePath(t.deps), underFile)).toThrow(
+      `cannot write in ${sqlitePath(t.deps)}: it is not a folder`,
     )
+  })
+
+  test('makes the destination’s missing folders, readable by the owner only', async () => {
+    await using t = await makeTestApp()
+    await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
+    const folder = join(t.dataDir, 'backups', 'nightly')
+    const target = join(folder, 'roster.db')
+    backupDatabase(sqlitePath(t.deps), target)
+    expect(statSync(folder).mode & 0o777).toBe(0o700)
+    const copy = new Database(target, { readonly: true })
+    expect(copy.query('SELECT count(*) AS n FROM users').get()).toEqual({ n: 1 })
+    copy.close()
   })
 })

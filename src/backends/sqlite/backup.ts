@@ -8,6 +8,7 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
+  mkdirSync,
   openSync,
   rmSync,
   statSync,
@@ -33,9 +34,14 @@ export function backupDatabase(dbPath: string, target: string): BackupResult {
   if (existsSync(target)) throw new BackupError(`${target} already exists; not overwriting it`)
   if (!existsSync(dbPath)) throw new BackupError(`there is no database at ${dbPath}`)
   try {
+    // `roster backup /backups/today.db` works on a fresh machine: the folder is made, private.
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
     accessSync(dirname(target), constants.W_OK)
   } catch (error) {
     const code = (error as { code?: string }).code ?? 'error'
+    if (code === 'EEXIST' || code === 'ENOTDIR') {
+      throw new BackupError(`cannot write in ${dirname(target)}: it is not a folder`)
+    }
     throw new BackupError(`cannot write in ${dirname(target)} (${code})`)
   }
   const temporary = join(
