@@ -1,9 +1,7 @@
 import { ALL_SCOPES, type Grant, SCOPE_LIST, unknownGrants } from '../auth/access'
-import { ConfigError, loadConfig } from '../config'
+import { ConfigError } from '../config'
 import { parseDuration } from '../config-values'
 import { parseRowId } from '../db/row-id'
-import { makeDeps } from '../deps'
-import { createLogger } from '../log'
 import {
   configFlags,
   databaseFlags,
@@ -14,6 +12,7 @@ import {
   renderFlags,
 } from './args'
 import { printColumns } from './format'
+import { openCommandData } from './open-data'
 
 const NAME_FLAG: FlagSpec = {
   flag: 'name',
@@ -67,7 +66,7 @@ export async function run(
   const { name, json, expires, ...serverFlags } = configFlags(flags)
   const scopes = grantsFlag(flags.scope)
   const expiresAt = typeof expires === 'string' ? expiryFlag(expires, new Date()) : null
-  const deps = await makeDeps(loadConfig(serverFlags, env), createLogger())
+  const deps = await openCommandData(serverFlags, env)
   try {
     switch (action) {
       case 'create': {

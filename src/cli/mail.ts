@@ -1,6 +1,4 @@
-import { ConfigError, loadConfig } from '../config'
-import { makeDeps } from '../deps'
-import { createLogger } from '../log'
+import { ConfigError } from '../config'
 import { MAIL_STATUSES, type MailStatus, type MailView } from '../mail/outbox'
 import {
   configFlags,
@@ -11,6 +9,7 @@ import {
   renderFlags,
 } from './args'
 import { printColumns } from './format'
+import { openCommandData } from './open-data'
 
 const STATUS_FLAG: FlagSpec = {
   flag: 'status',
@@ -56,7 +55,7 @@ export async function run(
   const { status, limit, json, ...serverFlags } = configFlags(flags)
   const wanted = statusFlag(status)
   const count = limitFlag(limit)
-  const deps = await makeDeps(loadConfig(serverFlags, env), createLogger())
+  const deps = await openCommandData(serverFlags, env)
   try {
     const { data } = await deps.mail.outbox.list({ limit: count, offset: 0 }, wanted)
     if (json === true) console.log(JSON.stringify(data, null, 2))

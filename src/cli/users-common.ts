@@ -1,10 +1,10 @@
-import { ConfigError, loadConfig } from '../config'
-import { type Deps, makeDeps } from '../deps'
+import { ConfigError } from '../config'
+import type { Deps } from '../deps'
 import { AppError } from '../errors/errors'
-import { createLogger } from '../log'
 import { toView, type UserRecord } from '../users/records'
 import type { TransferFormat } from '../users/transfer'
 import type { FlagSpec } from './args'
+import { openCommandData } from './open-data'
 
 // What the `roster users` commands share.
 
@@ -29,7 +29,7 @@ export async function withDeps(
   env: Record<string, string | undefined>,
   work: (deps: Deps) => Promise<number>,
 ): Promise<number> {
-  const deps = await makeDeps(loadConfig(serverFlags, env), createLogger())
+  const deps = await openCommandData(serverFlags, env)
   try {
     return await work(deps)
   } finally {

@@ -288,3 +288,24 @@ describe('metrics and the rate limit (the compiled binary)', () => {
     }
   })
 })
+
+describe('commands on a data dir without a database (the compiled binary)', () => {
+  test('say on stderr that they made a new, empty database, once, and still do their work', async () => {
+    using dir = tempDir()
+    const first = await runBinary(['keys', 'create', '--name', 'ci', '--data-dir', dir.path])
+    expect(first.code).toBe(0)
+    expect(first.stdout).toStartWith('rk_')
+    expect(first.stderr).toContain(
+      `roster: there was no database at ${join(dir.path, 'roster.db')}; made a new, empty one`,
+    )
+    for (const args of [
+      ['keys', 'list'],
+      ['users', 'export'],
+      ['mail', 'list'],
+    ]) {
+      const again = await runBinary([...args, '--data-dir', dir.path])
+      expect(again.code).toBe(0)
+      expect(again.stderr).not.toContain('there was no database')
+    }
+  })
+})

@@ -1,0 +1,27 @@
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { loadConfig } from '../config'
+import { type Deps, makeDeps } from '../deps'
+import { createLogger } from '../log'
+
+/**
+ * Opens the database a command works on. When the embedded database does not exist yet, the
+ * command makes a new, empty one, and says so on stderr: run in another directory than the
+ * server, or without its --data-dir, a command would otherwise work on a database nobody serves
+ * (a key made there is refused by the server) without a word.
+ */
+export async function openCommandData(
+  serverFlags: Record<string, string | boolean>,
+  env: Record<string, string | undefined>,
+): Promise<Deps> {
+  const config = loadConfig(serverFlags, env)
+  const dbPath = resolve(join(config.dataDir, 'roster.db'))
+  const fresh = config.databaseUrl === null && !existsSync(dbPath)
+  const deps = await makeDeps(config, createLogger())
+  if (fresh) {
+    console.error(
+      `roster: there was no database at ${dbPath}; made a new, empty one (the server's is in the folder roster serve runs in, or its --data-dir)`,
+    )
+  }
+  return deps
+}
