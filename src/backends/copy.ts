@@ -6,6 +6,7 @@ import { IncompleteUploads } from '../storage/multipart-uploads'
 import { S3Store } from '../storage/s3'
 import { createUploadFiles, type UploadFiles } from '../uploads/files'
 import { type CopyTarget, openCopyTarget } from './postgres/copy-target'
+import { sqliteFilePath } from './sqlite/connection'
 import { type CopiedFile, openSnapshot, type RosterSnapshot, type Setting } from './sqlite/snapshot'
 import { bucketClient } from './storage'
 
@@ -71,7 +72,7 @@ export async function copyRoster(
   },
   progress: CopyProgress,
 ): Promise<CopyReport> {
-  const snapshot = openSnapshot(join(source.dataDir, 'roster.db'))
+  const snapshot = openSnapshot(sqliteFilePath(source.dataDir))
   try {
     const database = await openCopyTarget(target.databaseUrl)
     try {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { backupDatabase } from '../backends/sqlite/backup'
+import { sqliteFilePath } from '../backends/sqlite/connection'
 import { ConfigError, loadConfig } from '../config'
 import { configFlags, databaseFlags, parseFlags, renderFlags } from './args'
 import { formatBytes } from './format'
@@ -36,7 +37,7 @@ export function run(args: string[], env: Record<string, string | undefined>): nu
       'roster backup copies the embedded SQLite database; on PostgreSQL use pg_dump (for example pg_dump --format=custom --file=roster.dump "$ROSTER_DATABASE_URL")',
     )
   }
-  const dbPath = resolve(config.dataDir, 'roster.db')
+  const dbPath = resolve(sqliteFilePath(config.dataDir))
   const destination = resolve(target)
   const { bytes, ms } = backupDatabase(dbPath, destination)
   console.log(

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
+import { sqliteFilePath } from '../backends/sqlite/connection'
 import { loadConfig } from '../config'
 import { type Deps, makeDeps } from '../deps'
 import { createLogger } from '../log'
@@ -15,7 +16,7 @@ export async function openCommandData(
   env: Record<string, string | undefined>,
 ): Promise<Deps> {
   const config = loadConfig(serverFlags, env)
-  const dbPath = resolve(join(config.dataDir, 'roster.db'))
+  const dbPath = resolve(sqliteFilePath(config.dataDir))
   const fresh = config.databaseUrl === null && !existsSync(dbPath)
   const deps = await makeDeps(config, createLogger())
   if (fresh) {

@@ -1,5 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { chmodSync, existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import { DatabaseOpenError } from '../../db/errors'
 import * as schema from './schema'
@@ -16,6 +17,11 @@ export interface Store {
   readonly db: Db
   readonly reader: Database
   readonly writes: WriteQueue
+}
+
+/** Where the embedded database lives in a data folder; the server, the CLI, backup and copy agree on it. */
+export function sqliteFilePath(dataDir: string): string {
+  return join(dataDir, 'roster.db')
 }
 
 export interface OpenOptions {

@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import { MemoryLoginFailures } from '../../auth/limiter'
 import type { Config } from '../../config'
 import { DatabaseOpenError } from '../../db/errors'
@@ -13,6 +12,7 @@ import {
   openDatabase,
   openReader,
   type Store,
+  sqliteFilePath,
 } from './connection'
 import { createSqliteGroupRows } from './groups'
 import { createSqliteIdempotencyStore } from './idempotency'
@@ -39,7 +39,7 @@ export function openSqliteBackend(
   },
 ): Backend {
   const { now, clock, log } = options
-  const dbPath = join(config.dataDir, 'roster.db')
+  const dbPath = sqliteFilePath(config.dataDir)
   const db = openDatabase(dbPath, { sync: config.sync })
   let migrated: readonly string[]
   try {
