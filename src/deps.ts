@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { type AccountFlows, createAccountFlows } from './accounts/flows'
 import { loadTemplates } from './accounts/templates'
+import { type AuditLog, type AuditWrites, auditWrites, createAuditLog } from './audit/log'
 import { type ApiKeyStore, createApiKeyStore } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
@@ -31,9 +32,10 @@ import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
 /** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
-export interface UnitStores extends Omit<UnitRows, 'users' | 'groups'> {
+export interface UnitStores extends Omit<UnitRows, 'users' | 'groups' | 'audit'> {
   users: UserWrites
   groups: GroupWrites
+  audit: AuditWrites
 }
 export { VERSION }
 
@@ -67,6 +69,8 @@ export interface Deps {
   /** The outbox, its worker (which sends only with --smtp-url) and the flows that write it. */
   readonly mail: { outbox: MailOutbox; worker: MailWorker; flows: AccountFlows }
   readonly metrics: Metrics
+  /** The audit log: what changed, who changed it, and the live feed's reads. */
+  readonly audit: AuditLog
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
@@ -172,6 +176,7 @@ export async function makeDeps(
     webhooks: { inbox, worker },
     mail,
     metrics,
+    audit: createAuditLog(backend.audit, now),
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),
@@ -234,6 +239,7 @@ function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transac
         ...rows,
         users: userWrites(rows.users, rows.credentials, rows.memberships, rows.accountTokens, now),
         groups: groupWrites(rows.groups, now),
+        audit: auditWrites(rows.audit, now),
       }
       ruled.set(rows, stores)
     }

@@ -1,4 +1,5 @@
 import type { AccountTokenWrites } from '../accounts/tokens'
+import type { AuditRows, AuditWriteRows } from '../audit/log'
 import type { ApiKeyRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
@@ -21,6 +22,7 @@ export interface UnitRows {
   memberships: MembershipWrites
   mail: MailWrites
   accountTokens: AccountTokenWrites
+  audit: AuditWriteRows
 }
 
 /**
@@ -43,6 +45,7 @@ export interface Backend {
   readonly uploadRecords: UploadRecords
   readonly inbox: WebhookInbox
   readonly mail: MailOutbox
+  readonly audit: AuditRows
   /** Files being written to a shared store (a bucket); null where none is offered (SQLite). */
   readonly pendingFiles: PendingFiles | null
   /** Runs a unit of work over every store's rows. */

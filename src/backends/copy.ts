@@ -28,6 +28,8 @@ export const COPIED_TABLES = [
   // Mail not sent yet and links not used yet keep working after a move to PostgreSQL.
   'mail_outbox',
   'account_tokens',
+  // Who changed what stays readable after the move.
+  'audit_events',
 ] as const
 
 /** Tables only the shared database has; they must be empty in the target too. */

@@ -78,6 +78,7 @@ const LAYERS = {
   http: { places: ['http'], uses: ['base'] },
   domain: {
     places: [
+      'audit',
       'auth',
       'users',
       'groups',

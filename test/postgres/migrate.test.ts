@@ -21,6 +21,7 @@ describe('PostgreSQL migrations', () => {
         'access_tokens',
         'account_tokens',
         'api_keys',
+        'audit_events',
         'files',
         'group_members',
         'groups',

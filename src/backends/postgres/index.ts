@@ -5,6 +5,7 @@ import { withinMs } from '../../timers'
 import type { Backend, UnitRows } from '../backend'
 import { createPgAccountTokens } from './account-tokens'
 import { createPgApiKeyRows } from './api-keys'
+import { createPgAuditRows } from './audit'
 import { connectPostgres, openPostgres, redactUrl } from './connection'
 import { createPgGroupRows } from './groups'
 import { createPgIdempotencyStore } from './idempotency'
@@ -46,6 +47,7 @@ export async function openPostgresBackend(
     const inbox = createPgWebhookInbox(pool, now)
     const groups = createPgGroupRows(pool)
     const mail = createPgMailOutbox(pool, now)
+    const audit = createPgAuditRows(pool)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -59,6 +61,7 @@ export async function openPostgresBackend(
             memberships: groups.inUnit(tx),
             mail: mail.inUnit(tx),
             accountTokens: createPgAccountTokens(tx),
+            audit: audit.inUnit(tx),
           }),
         )
         .finally(() => {
@@ -79,6 +82,7 @@ export async function openPostgresBackend(
       uploadRecords,
       inbox,
       mail,
+      audit,
       pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},

@@ -9,6 +9,7 @@ import m6 from '../../../drizzle-pg/0006_roles_and_scopes.sql' with { type: 'tex
 import m7 from '../../../drizzle-pg/0007_groups.sql' with { type: 'text' }
 import m8 from '../../../drizzle-pg/0008_mail_outbox.sql' with { type: 'text' }
 import m9 from '../../../drizzle-pg/0009_mail_requests.sql' with { type: 'text' }
+import m10 from '../../../drizzle-pg/0010_audit_log.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -21,4 +22,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0007_groups', when: 1795556449655, sql: m7 },
   { tag: '0008_mail_outbox', when: 1795564706893, sql: m8 },
   { tag: '0009_mail_requests', when: 1795565841611, sql: m9 },
+  { tag: '0010_audit_log', when: 1795586340010, sql: m10 },
 ]

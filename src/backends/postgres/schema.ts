@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import {
   bigint,
   boolean,
+  customType,
   index,
   integer,
   pgTable,
@@ -215,7 +216,8 @@ export const pendingObjects = pgTable('pending_objects', {
 /** Tables and columns that only the shared database has, and why (see the schema test). */
 export const SHARED_ONLY = {
   tables: ['login_failures', 'pending_objects'],
-  columns: ['webhook_events.lease_until'],
+  columns: ['webhook_events.lease_until', 'audit_events.xid'],
+  indexes: ['audit_events_feed_idx'],
 } as const
 
 export const groups = pgTable('groups', {
@@ -293,4 +295,33 @@ export const accountTokens = pgTable(
     usedAt: epochMs('used_at'),
   },
   (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
+)
+
+/** A transaction id (xid8): the feed's order on a database with many writers. */
+const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => 'xid8' })
+
+/**
+ * The audit log, as SQLite's. With several writers, `seq` is handed out before commit, so a
+ * later seq can commit first; the feed instead orders by the writing transaction's `xid` and
+ * shows an event only once every older transaction has ended (backends/postgres/audit.ts).
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    seq: bigint('seq', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    at: text('at').notNull(),
+    actorType: text('actor_type').notNull(),
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id'),
+    requestId: text('request_id'),
+    ip: text('ip'),
+    changes: text('changes'),
+    xid: xid8('xid').notNull().default(sql`pg_current_xact_id()`),
+  },
+  (table) => [
+    index('audit_events_target_idx').on(table.targetType, table.targetId, table.seq),
+    index('audit_events_feed_idx').on(table.xid, table.seq),
+  ],
 )

@@ -6,6 +6,7 @@ import type { Logger } from '../../log'
 import type { Backend, UnitRows } from '../backend'
 import { createSqliteAccountTokens } from './account-tokens'
 import { createSqliteApiKeyRows } from './api-keys'
+import { createSqliteAuditRows, type SqliteAuditRows } from './audit'
 import {
   DatabaseLostError,
   fileIdentityGuard,
@@ -50,8 +51,12 @@ export function openSqliteBackend(
     throw new DatabaseOpenError(`cannot migrate ${dbPath}: ${(error as Error).message}`)
   }
   const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
+  let audit: SqliteAuditRows | undefined
   const writes = new WriteQueue(db.$client, {
-    onCommit: options.onCommit,
+    onCommit: (count) => {
+      options.onCommit(count)
+      audit?.committed()
+    },
     beforeCommit: databaseFile.check,
     onDeferredError: (error) => {
       // Said once already, when it was noticed.
@@ -69,6 +74,7 @@ export function openSqliteBackend(
   const inbox = createSqliteWebhookInbox(store, now)
   const groups = createSqliteGroupRows(store)
   const mail = createSqliteMailOutbox(store, now)
+  audit = createSqliteAuditRows(store)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
     users: users.inUnit,
@@ -79,6 +85,7 @@ export function openSqliteBackend(
     memberships: groups.inUnit,
     mail: mail.inUnit,
     accountTokens: createSqliteAccountTokens(store),
+    audit: audit.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -95,6 +102,7 @@ export function openSqliteBackend(
     uploadRecords,
     inbox,
     mail,
+    audit,
     pendingFiles: null,
     transaction,
     flush: () => writes.flush(),

@@ -283,3 +283,26 @@ export const accountTokens = sqliteTable(
   },
   (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
 )
+
+/**
+ * The audit log (CONTRACT section 16): one row per change or sign-in, written in the change's
+ * unit of work. `seq` is the order of commits (one writer), the feed's position and the list's
+ * cursor. The retention purge walks `seq` from the oldest, so `at` needs no index of its own.
+ */
+export const auditEvents = sqliteTable(
+  'audit_events',
+  {
+    seq: integer('seq').primaryKey({ autoIncrement: true }),
+    at: text('at').notNull(),
+    actorType: text('actor_type').notNull(),
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id'),
+    requestId: text('request_id'),
+    ip: text('ip'),
+    changes: text('changes'),
+  },
+  // "Who changed this user?": a target's events, newest first.
+  (table) => [index('audit_events_target_idx').on(table.targetType, table.targetId, table.seq)],
+)

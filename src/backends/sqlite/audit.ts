@@ -1,0 +1,112 @@
+import type { SQLQueryBindings } from 'bun:sqlite'
+import type { AuditRow, NewAuditRow } from '../../audit/events'
+import type { AuditFilter, AuditRows, AuditWriteRows, FeedRow } from '../../audit/log'
+import type { Store } from './connection'
+import { settle } from './settle'
+
+const COLUMNS =
+  'seq, at, actor_type, actor_id, action, target_type, target_id, request_id, ip, changes'
+
+/** A feed position here: the seq, zero-padded so that positions sort as text. */
+const POSITION = /^[0-9]{16}$/
+const positionOf = (seq: number) => String(seq).padStart(16, '0')
+
+/** The SQLite audit log, its write as a unit of work sees it, and the commit hook that wakes the feed. */
+export interface SqliteAuditRows extends AuditRows {
+  readonly inUnit: AuditWriteRows
+  /** Called after every commit: wakes the feed's watchers when an event was among the writes. */
+  committed(): void
+}
+
+/**
+ * The audit log in SQLite. One writer commits in seq order, so seq is the feed's order and an
+ * event's place is final as soon as a reader sees it.
+ */
+export function createSqliteAuditRows(store: Store): SqliteAuditRows {
+  const { reader, writes } = store
+  const sqlite = store.db.$client
+  const insert = sqlite.query(
+    `INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id,
+       request_id, ip, changes) VALUES ($at, $actor_type, $actor_id, $action, $target_type,
+       $target_id, $request_id, $ip, $changes)`,
+  )
+  const bySeq = reader.query<AuditRow, [number]>(
+    `SELECT ${COLUMNS} FROM audit_events WHERE seq = ?`,
+  )
+  const afterSeq = reader.query<AuditRow, [number, number]>(
+    `SELECT ${COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`,
+  )
+  const last = reader.query<{ seq: number | null }, []>('SELECT max(seq) AS seq FROM audit_events')
+  const purge = sqlite.query(
+    `DELETE FROM audit_events WHERE seq IN (
+       SELECT seq FROM audit_events WHERE at < ? ORDER BY seq LIMIT ?)`,
+  )
+  const watchers = new Set<() => void>()
+  let unannounced = false
+  const write = (row: NewAuditRow) => {
+    insert.run({ ...row })
+    unannounced = true
+  }
+
+  return {
+    inUnit: { insert: (row) => settle(() => write(row)) },
+    committed() {
+      if (!unannounced) return
+      unannounced = false
+      for (const watcher of watchers) watcher()
+    },
+    insert: (row) => writes.run(() => write(row)),
+    page: (filter, request) =>
+      settle(() => {
+        const { where, values } = whereOf(filter, request.before)
+        return reader
+          .query<AuditRow, SQLQueryBindings[]>(
+            `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY seq DESC LIMIT ?`,
+          )
+          .all(...values, request.limit + 1)
+      }),
+    get: (seq) => settle(() => bySeq.get(seq)),
+    purgeBefore: (cutoff, limit) => writes.run(() => purge.run(cutoff, limit).changes),
+    after: (position, limit) =>
+      settle(() =>
+        afterSeq
+          .all(position === null ? 0 : Number(position), limit)
+          .map((row): FeedRow => ({ row, position: positionOf(row.seq) })),
+      ),
+    head: () => settle(() => positionOf(last.get()?.seq ?? 0)),
+    isPosition: (text) => POSITION.test(text),
+    watch(listener) {
+      watchers.add(listener)
+      return Promise.resolve(() => {
+        watchers.delete(listener)
+      })
+    },
+  }
+}
+
+/** The WHERE clause of a filtered page (bun:sqlite caches a statement per distinct text). */
+function whereOf(
+  filter: AuditFilter,
+  before: number | null,
+): { where: string; values: SQLQueryBindings[] } {
+  const conditions: string[] = []
+  const values: SQLQueryBindings[] = []
+  const add = (condition: string, value: SQLQueryBindings) => {
+    conditions.push(condition)
+    values.push(value)
+  }
+  if (before !== null) add('seq < ?', before)
+  if (filter.actorType !== undefined) add('actor_type = ?', filter.actorType)
+  if (filter.actorId !== undefined) add('actor_id = ?', filter.actorId)
+  if (filter.targetType !== undefined) add('target_type = ?', filter.targetType)
+  if (filter.targetId !== undefined) add('target_id = ?', filter.targetId)
+  const action = filter.action
+  if (action?.endsWith('.*')) {
+    // A kind's prefix, compared as text: LIKE would treat `_` in it as a wildcard.
+    conditions.push('substr(action, 1, ?) = ?')
+    values.push(action.length - 1, action.slice(0, -1))
+  } else if (action !== undefined) add('action = ?', action)
+  if (filter.since !== undefined) add('at >= ?', filter.since)
+  if (filter.until !== undefined) add('at < ?', filter.until)
+  return { where: conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`, values }
+}
