@@ -13,6 +13,7 @@ import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { accountChangeRoutes, linkPageRoutes, mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
+import { auditRoutes } from './routes/audit/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
 import { authPlugin } from './routes/auth/plugin'
@@ -99,6 +100,7 @@ export function createApp(
     app.use(authRoutes(inputs.apiKeys, prefix))
     app.use(uploadRoutes(inputs.uploads, prefix))
     app.use(webhookRoutes(inputs.webhooks, prefix))
+    app.use(auditRoutes(inputs.audit, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)
@@ -177,5 +179,6 @@ function routeInputs(deps: Deps) {
       clock,
       config,
     },
+    audit: { auth, audit: deps.audit, config },
   }
 }

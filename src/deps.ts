@@ -235,11 +235,12 @@ function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transac
   const storesOf = (rows: UnitRows): UnitStores => {
     let stores = ruled.get(rows)
     if (stores === undefined) {
+      const audit = auditWrites(rows.audit, now)
       stores = {
         ...rows,
-        users: userWrites(rows.users, rows.credentials, rows.memberships, rows.accountTokens, now),
+        users: userWrites({ ...rows, audit }, now),
         groups: groupWrites(rows.groups, now),
-        audit: auditWrites(rows.audit, now),
+        audit,
       }
       ruled.set(rows, stores)
     }

@@ -1,3 +1,4 @@
+import type { AuditSource } from '../audit/events'
 import { sha256Hex } from '../auth/tokens'
 import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
@@ -58,7 +59,7 @@ export interface AccountFlows {
    */
   requestVerification(target: { userId: number } | { email: string }, asker: Asker): Promise<void>
   /** Spends a verification token and marks the address verified. */
-  confirmVerification(token: string): Promise<UserRecord>
+  confirmVerification(token: string, by: AuditSource): Promise<UserRecord>
   /** Mails a reset link when `email` has an account; resolves the same way when it has none. */
   requestPasswordReset(email: string, asker: Asker): Promise<void>
   /**
@@ -66,7 +67,7 @@ export interface AccountFlows {
    * and token of the account ends, and so do the other links mailed to it. Following the link
    * proves the mailbox, so the address counts as verified.
    */
-  confirmPasswordReset(token: string, passwordHash: string): Promise<UserRecord>
+  confirmPasswordReset(token: string, passwordHash: string, by: AuditSource): Promise<UserRecord>
   /**
    * Writes a message a request asked for (the mail worker calls it, off the request path):
    * reads the account, and in one unit issues the token and writes the message, or suppresses
@@ -80,7 +81,10 @@ export interface AccountFlows {
    * answers whom it signs in; the caller issues the credentials, as /login does. Following it
    * proves the mailbox, so the address counts as verified.
    */
-  confirmMagicLink(proof: { token: string } | { email: string; code: string }): Promise<UserRecord>
+  confirmMagicLink(
+    proof: { token: string } | { email: string; code: string },
+    by: AuditSource,
+  ): Promise<UserRecord>
   /**
    * Mails a confirmation link to `newEmail` and a notice to the user's current address.
    * CONFLICT when another account has `newEmail` (the signed-in user could find that out by
@@ -88,11 +92,11 @@ export interface AccountFlows {
    */
   requestEmailChange(userId: number, newEmail: string, asker: Asker): Promise<void>
   /** Spends an email-change link: the address becomes the new one, verified. */
-  confirmEmailChange(token: string): Promise<UserRecord>
+  confirmEmailChange(token: string, by: AuditSource): Promise<UserRecord>
   /** Mails an invitation to the user's address (NOT_FOUND when there is no such user). */
   invite(userId: number, asker: Asker): Promise<void>
   /** Spends an invitation: the password is set, and the address counts as verified. */
-  confirmInvitation(token: string, passwordHash: string): Promise<UserRecord>
+  confirmInvitation(token: string, passwordHash: string, by: AuditSource): Promise<UserRecord>
 }
 
 /** The flows anyone may ask for by naming an address (written off the request path). */
@@ -252,8 +256,10 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       if (to !== undefined) await request('verify-email', to, asker)
     },
 
-    async confirmVerification(token) {
-      return await transaction(async (tx) => verified(tx, await spend(tx, 'verify-email', token)))
+    async confirmVerification(token, by) {
+      return await transaction(async (tx) =>
+        verified(tx, await spend(tx, 'verify-email', token), by),
+      )
     },
 
     async requestPasswordReset(email, asker) {
@@ -268,19 +274,19 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       })
     },
 
-    async confirmPasswordReset(token, passwordHash) {
-      return await transaction((tx) => setPassword(tx, 'password-reset', token, passwordHash))
+    async confirmPasswordReset(token, passwordHash, by) {
+      return await transaction((tx) => setPassword(tx, 'password-reset', token, passwordHash, by))
     },
 
     async requestMagicLink(email, asker) {
       await request('magic-link', email, asker)
     },
 
-    async confirmMagicLink(proof) {
+    async confirmMagicLink(proof, by) {
       if ('token' in proof) {
         return await transaction(async (tx) => {
           const used = await spend(tx, 'magic-link', proof.token)
-          return await verified(tx, used)
+          return await verified(tx, used, by)
         })
       }
       const account = await users.byEmail(proof.email)
@@ -293,7 +299,7 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
           (tokenHash) => codeHashOf(tokenHash, proof.code),
           now().getTime(),
         )
-        return typeof used === 'string' ? used : await verified(tx, used)
+        return typeof used === 'string' ? used : await verified(tx, used, by)
       })
       if (typeof outcome === 'string') throw tokenRefused(outcome)
       return outcome
@@ -327,12 +333,13 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       options.onMail()
     },
 
-    async confirmEmailChange(token) {
+    async confirmEmailChange(token, by) {
       return await transaction(async (tx) => {
         const used = await spend(tx, 'email-change', token)
         // CONFLICT if another account took the address meanwhile; the unit keeps the token.
-        await tx.users.update(used.userId, { email: used.email }, { versions: null })
-        return await verified(tx, used)
+        const holder = tokenHolder(used, by)
+        await tx.users.update(used.userId, { email: used.email }, { versions: null }, holder)
+        return await verified(tx, used, by)
       })
     },
 
@@ -347,14 +354,14 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       options.onMail()
     },
 
-    async confirmInvitation(token, passwordHash) {
-      return await transaction((tx) => setPassword(tx, 'invitation', token, passwordHash))
+    async confirmInvitation(token, passwordHash, by) {
+      return await transaction((tx) => setPassword(tx, 'invitation', token, passwordHash, by))
     },
   }
 
   /** The user of a spent token with its address verified (it proved the mailbox). */
-  async function verified(tx: FlowStores, used: UsedToken): Promise<UserRecord> {
-    const user = await tx.users.verifyEmail(used.userId, used.email)
+  async function verified(tx: FlowStores, used: UsedToken, by: AuditSource): Promise<UserRecord> {
+    const user = await tx.users.verifyEmail(used.userId, used.email, tokenHolder(used, by))
     // The account left that address since (which ended its tokens): the token is spent.
     if (user === null) throw tokenRefused('used')
     return user
@@ -369,11 +376,17 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     flow: 'password-reset' | 'invitation',
     token: string,
     passwordHash: string,
+    by: AuditSource,
   ): Promise<UserRecord> {
     const used = await spend(tx, flow, token)
-    await tx.users.update(used.userId, { passwordHash }, { versions: null })
-    return await verified(tx, used)
+    await tx.users.update(used.userId, { passwordHash }, { versions: null }, tokenHolder(used, by))
+    return await verified(tx, used, by)
   }
+}
+
+/** A mailed token's change is its holder's: the account it was mailed to, through `by`'s request. */
+function tokenHolder(used: UsedToken, by: AuditSource): AuditSource {
+  return { ...by, actor: { type: 'user', id: String(used.userId) } }
 }
 
 async function userByEmail(

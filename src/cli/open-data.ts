@@ -1,9 +1,22 @@
 import { existsSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { resolve } from 'node:path'
+import { type AuditSource, commandLine } from '../audit/events'
 import { sqliteFilePath } from '../backends/sqlite/connection'
 import { loadConfig } from '../config'
 import { type Deps, makeDeps } from '../deps'
 import { createLogger } from '../log'
+
+/** A command's changes in the audit log: the CLI, run by the operating system's user. */
+export function commandSource(): AuditSource {
+  let who: string | null = null
+  try {
+    who = userInfo().username
+  } catch {
+    // A user without a name (a container's numeric uid): the events say only "cli".
+  }
+  return commandLine(who)
+}
 
 /**
  * Opens the database a command works on. When the embedded database does not exist yet, the

@@ -3,6 +3,7 @@ import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
 import { newUserProblems } from '../users/fields'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
+import { commandSource } from './open-data'
 import { printWrittenUser, withDeps } from './users-common'
 
 export const CREATE_FLAGS: FlagSpec[] = [
@@ -57,12 +58,15 @@ export async function createUser(
   return await withDeps(serverFlags, env, async (deps) => {
     const passwordHash = password === undefined ? null : await hashPassword(password)
     return await printWrittenUser(() =>
-      deps.users.create({
-        name: input.name as string,
-        email: input.email as string,
-        passwordHash,
-        role,
-      }),
+      deps.users.create(
+        {
+          name: input.name as string,
+          email: input.email as string,
+          passwordHash,
+          role,
+        },
+        commandSource(),
+      ),
     )
   })
 }

@@ -2,6 +2,7 @@ import type { Role } from '../auth/access'
 import { ConfigError } from '../config'
 import { parseRowId } from '../db/row-id'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
+import { commandSource } from './open-data'
 import { printWrittenUser, withDeps } from './users-common'
 
 export const ROLE_FLAGS: FlagSpec[] = databaseFlags()
@@ -28,6 +29,8 @@ export async function changeRole(
       console.error(`roster: no user with id or email ${JSON.stringify(target)}`)
       return 1
     }
-    return await printWrittenUser(() => deps.users.update(id, { role }, { versions: null }))
+    return await printWrittenUser(() =>
+      deps.users.update(id, { role }, { versions: null }, commandSource()),
+    )
   })
 }

@@ -100,6 +100,8 @@ export const RULES = {
   'GET /mail': keyOrAdmin('users:write'),
   'GET /mail/:id': keyOrAdmin('users:write'),
   'POST /mail/:id/resend': keyOrAdmin('users:write'),
+  'GET /audit': keyOrAdmin('audit:read'),
+  'GET /audit/:id': keyOrAdmin('audit:read'),
   'POST /api-keys': keyOrAdmin('keys:write'),
   'GET /api-keys': keyOrAdmin('keys:write'),
   'DELETE /api-keys/:id': keyOrAdmin('keys:write'),

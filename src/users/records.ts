@@ -58,7 +58,10 @@ export interface WriteGuard {
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */
-export interface GuardedRow extends Omit<UserRecord, 'groups'> {
+/** A user's row as a write finds it: the record without its groups. */
+export type StoredUser = Omit<UserRecord, 'groups'>
+
+export interface GuardedRow extends StoredUser {
   can_sign_in: boolean | number
 }
 
@@ -103,10 +106,7 @@ export function emailKey(email: string): string {
  * hold locked): NOT_FOUND when there is none, PRECONDITION_FAILED when If-Match names another
  * version, VALIDATION_ERROR when an echoed read-only field differs.
  */
-export function checkGuard(
-  current: GuardedRow | null | undefined,
-  guard: WriteGuard,
-): Omit<UserRecord, 'groups'> {
+export function checkGuard(current: GuardedRow | null | undefined, guard: WriteGuard): StoredUser {
   if (current === null || current === undefined) throw notFound('No user with this id')
   if (guard.refuseIfCanSignIn !== undefined && current.can_sign_in) {
     throw guard.refuseIfCanSignIn

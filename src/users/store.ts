@@ -1,4 +1,6 @@
 import { type AccountTokenWrites, TOKEN_FLOWS } from '../accounts/tokens'
+import { type AuditSource, type Changes, changedFields } from '../audit/events'
+import type { AuditWrites } from '../audit/log'
 import type { Role } from '../auth/access'
 import type { CredentialWrites } from '../auth/sessions'
 import { UniqueViolation } from '../db/conflict'
@@ -11,6 +13,7 @@ import {
   type ExportedUser,
   emailKey,
   type NewUser,
+  type StoredUser,
   type User,
   type UserChanges,
   type UserRecord,
@@ -28,25 +31,25 @@ import type { SearchRequest, SearchResult } from './search'
  */
 export interface UserWrites {
   /** Creates a user; CONFLICT when the email is taken (without regard to case). */
-  create(input: NewUser): Promise<UserRecord>
+  create(input: NewUser, by: AuditSource): Promise<UserRecord>
   /**
    * Applies changes when the stored version is one the guard accepts; NOT_FOUND,
    * PRECONDITION_FAILED, CONFLICT, VALIDATION_ERROR (an echoed read-only field differs). A new
    * password ends every session and token of the user in the same transaction.
    */
-  update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord>
+  update(id: number, changes: UserChanges, guard: WriteGuard, by: AuditSource): Promise<UserRecord>
   /**
    * Deletes when the stored version is one the guard accepts, and every session and token of
    * the user with it; NOT_FOUND, PRECONDITION_FAILED.
    */
-  remove(id: number, guard: WriteGuard): Promise<void>
+  remove(id: number, guard: WriteGuard, by: AuditSource): Promise<void>
   /** The id of the user with this email (without regard to case). */
   idByEmail(email: string): Promise<number | null>
   /**
    * Marks the address verified when the user's address is still `email`; null when it is not
    * (or there is no such user).
    */
-  verifyEmail(id: number, email: string): Promise<UserRecord | null>
+  verifyEmail(id: number, email: string, by: AuditSource): Promise<UserRecord | null>
 }
 
 /** Users: reads see committed data only. */
@@ -94,14 +97,23 @@ export interface UserStore extends UserWrites {
  */
 export interface UserWriteRows {
   insert(input: NewUser): Promise<UserRecord>
-  update(id: number, changes: UserChanges, guard: WriteGuard): Promise<UserRecord>
-  remove(id: number, guard: WriteGuard): Promise<void>
+  /** The record as the guard found it (`before`) and as the update left it. */
+  update(
+    id: number,
+    changes: UserChanges,
+    guard: WriteGuard,
+  ): Promise<{ before: StoredUser; after: UserRecord }>
+  /** The record as it was deleted. */
+  remove(id: number, guard: WriteGuard): Promise<StoredUser>
   idByEmailKey(key: string): Promise<number | null>
   /**
    * Marks the user's address verified, when it is still `email` (compared without regard to
    * case): a link sent to an address the user has since left verifies nothing (null).
    */
-  verifyEmail(id: number, email: string): Promise<UserRecord | null>
+  verifyEmail(
+    id: number,
+    email: string,
+  ): Promise<{ user: UserRecord; wasVerifiedAt: string | null } | null>
   /**
    * Serialises the units that take an admin away, until this unit ends (PostgreSQL: a
    * transaction advisory lock; SQLite's single writer does it already), so two admins demoting
@@ -142,48 +154,80 @@ export interface UserRows extends UserWriteRows {
   ): Promise<{ inserted: number; conflicts: number[] }>
 }
 
+/** What a unit of work's user rules write through, besides the users' own rows. */
+export interface UserUnitRows {
+  users: UserWriteRows
+  credentials: CredentialWrites
+  memberships: MembershipWrites
+  accountTokens: Pick<AccountTokenWrites, 'revoke'>
+  audit: AuditWrites
+}
+
+/** The fields of a user an event shows; never the password's hash. */
+const AUDITED_FIELDS = ['name', 'email', 'role'] as const
+
+const userTarget = (id: number) => ({ type: 'user', id: String(id) })
+
 /**
  * The users' rules over a unit of work's rows: a taken email is CONFLICT; a new password or a
- * deletion ends the user's sessions and tokens in the same unit, on every database alike.
+ * deletion ends the user's sessions and tokens in the same unit, on every database alike; every
+ * change records its audit event in the unit too.
  */
-export function userWrites(
-  rows: UserWriteRows,
-  credentials: CredentialWrites,
-  memberships: MembershipWrites,
-  tokens: Pick<AccountTokenWrites, 'revoke'>,
-  now: () => Date,
-): UserWrites {
+export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
+  const { users, credentials, memberships, accountTokens, audit } = rows
   return {
-    create: (input) => uniqueEmail(input.email, rows.insert(input)),
-    async update(id, changes, guard) {
+    async create(input, by) {
+      const user = await uniqueEmail(input.email, users.insert(input))
+      const changes = changedFields(null, user, AUDITED_FIELDS)
+      await audit.record(by, { action: 'user.created', target: userTarget(user.id), changes })
+      return user
+    },
+    async update(id, changes, guard, by) {
       const roleChanges =
-        changes.role !== undefined && (await changesRole(rows, id, changes.role, guard))
-      const emailBefore = changes.email === undefined ? null : await rows.lockEmail(id)
+        changes.role !== undefined && (await changesRole(users, id, changes.role, guard))
+      const emailBefore = changes.email === undefined ? null : await users.lockEmail(id)
       const effective = roleChanges ? changes : { ...changes, role: undefined }
-      const user = await uniqueEmail(changes.email, rows.update(id, effective, guard))
+      const { before, after } = await uniqueEmail(changes.email, users.update(id, effective, guard))
       // A new password or role: every session and token of the user ends (section 12).
       if (changes.passwordHash !== undefined || roleChanges) {
         await credentials.revokeAllForUser(id)
       }
       // A new password or address ends the links mailed before it (section 14): a reset link
       // in an old mailbox must not outlive the change.
-      const emailChanged = emailBefore !== null && emailKey(emailBefore) !== emailKey(user.email)
+      const emailChanged = emailBefore !== null && emailKey(emailBefore) !== emailKey(after.email)
       if (changes.passwordHash !== undefined || emailChanged) {
-        await tokens.revoke(id, TOKEN_FLOWS, now().getTime())
+        await accountTokens.revoke(id, TOKEN_FLOWS, now().getTime())
       }
-      return user
+      const changed: Changes = changedFields(before, after, AUDITED_FIELDS)
+      if (changes.passwordHash !== undefined) changed.password = { changed: true }
+      if (Object.keys(changed).length > 0) {
+        await audit.record(by, { action: 'user.updated', target: userTarget(id), changes: changed })
+      }
+      return after
     },
-    verifyEmail: (id, email) => rows.verifyEmail(id, email),
-    async remove(id, guard) {
+    async verifyEmail(id, email, by) {
+      const verified = await users.verifyEmail(id, email)
+      if (verified === null) return null
+      // Verified once: a magic link that signs a verified user in again changes nothing to log.
+      if (verified.wasVerifiedAt === null) {
+        const after = verified.user.email_verified_at
+        const changes = { email_verified_at: { before: null, after } }
+        await audit.record(by, { action: 'user.updated', target: userTarget(id), changes })
+      }
+      return verified.user
+    },
+    async remove(id, guard, by) {
       // Only an admin's deletion waits for the roles lock: a member's takes no admin away.
-      if ((await rows.lockRole(id)) === 'admin') await keepAnAdmin(rows, id)
+      if ((await users.lockRole(id)) === 'admin') await keepAnAdmin(users, id)
       // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
       // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
       await memberships.leaveAll(id, now().toISOString())
-      await rows.remove(id, guard)
+      const removed = await users.remove(id, guard)
       await credentials.revokeAllForUser(id)
+      const changes = changedFields(removed, null, AUDITED_FIELDS)
+      await audit.record(by, { action: 'user.deleted', target: userTarget(id), changes })
     },
-    idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
+    idByEmail: (email) => users.idByEmailKey(emailKey(email)),
   }
 }
 
@@ -215,24 +259,20 @@ async function keepAnAdmin(rows: UserWriteRows, id: number): Promise<void> {
 }
 
 /**
- * The users as the app sees them. A write that ends credentials runs as a unit of work; the
- * others are one statement of their own.
+ * The users as the app sees them. Every write runs as a unit of work: the change and its audit
+ * event commit together.
  */
 export function createUserStore(
   rows: UserRows,
   transaction: Transaction<{ users: UserWrites }>,
 ): UserStore {
   return {
-    create: (input) => uniqueEmail(input.email, rows.insert(input)),
-    update: (id, changes, guard) =>
-      changes.passwordHash === undefined &&
-      changes.role === undefined &&
-      changes.email === undefined
-        ? uniqueEmail(changes.email, rows.update(id, changes, guard))
-        : transaction((tx) => tx.users.update(id, changes, guard)),
-    remove: (id, guard) => transaction((tx) => tx.users.remove(id, guard)),
+    create: (input, by) => transaction((tx) => tx.users.create(input, by)),
+    update: (id, changes, guard, by) =>
+      transaction((tx) => tx.users.update(id, changes, guard, by)),
+    remove: (id, guard, by) => transaction((tx) => tx.users.remove(id, guard, by)),
     idByEmail: (email) => rows.idByEmailKey(emailKey(email)),
-    verifyEmail: (id, email) => rows.verifyEmail(id, email),
+    verifyEmail: (id, email, by) => transaction((tx) => tx.users.verifyEmail(id, email, by)),
     get: (id) => rows.get(id),
     list: (request) => rows.page(request),
     search: (request) => rows.search(request),

@@ -1,3 +1,4 @@
+import type { AuditSource } from '../audit/events'
 import { isEmailAddress, isValidName } from '../users/fields'
 import type { UserWrites } from '../users/store'
 import type { InboxEvent } from './inbox'
@@ -34,14 +35,16 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
   const upsert: WebhookHandler = async (event, { users }) => {
     const { email, name } = userFields(event)
     const existing = await users.idByEmail(email)
-    if (existing === null)
-      await users.create({ name: name ?? email.split('@')[0] ?? email, email, passwordHash: null })
-    else if (name !== null) await users.update(existing, { name }, { versions: null })
+    const by = sourceOf(event)
+    if (existing === null) {
+      const input = { name: name ?? email.split('@')[0] ?? email, email, passwordHash: null }
+      await users.create(input, by)
+    } else if (name !== null) await users.update(existing, { name }, { versions: null }, by)
     return 'processed' as const
   }
   const remove: WebhookHandler = async (event, { users }) => {
     const existing = await users.idByEmail(userFields(event).email)
-    if (existing !== null) await users.remove(existing, { versions: null })
+    if (existing !== null) await users.remove(existing, { versions: null }, sourceOf(event))
     return 'processed' as const
   }
   const handlers = new Map<string, WebhookHandler>()
@@ -51,6 +54,11 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
     handlers.set(`${prefix}.deleted`, remove)
   }
   return handlers
+}
+
+/** A handler's changes are the sender's: the audit log names the event that made them. */
+function sourceOf(event: ParsedEvent): AuditSource {
+  return { actor: { type: 'webhook', id: event.eventId }, requestId: null, ip: null }
 }
 
 function userFields(event: ParsedEvent): { email: string; name: string | null } {

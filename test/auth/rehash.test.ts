@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { needsRehash } from '../../src/auth/passwords'
 import { dbQuery, makeTestApp } from '../helpers/app'
 import { form } from '../helpers/auth'
@@ -32,11 +33,14 @@ describe('hashes weaker than roster’s own are replaced at the next sign-in', (
   ] as const) {
     test(`${kind}: the sign-in works, then the stored hash is roster’s argon2id; sessions stay`, async () => {
       await using t = await makeTestApp()
-      await t.deps.users.create({
-        name: 'Imp',
-        email: 'imp@example.com',
-        passwordHash: await make(),
-      })
+      await t.deps.users.create(
+        {
+          name: 'Imp',
+          email: 'imp@example.com',
+          passwordHash: await make(),
+        },
+        SYSTEM,
+      )
       const first = await t.call(
         'POST',
         '/login',

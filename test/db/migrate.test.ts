@@ -7,6 +7,7 @@ import {
   MIGRATION_SETS,
   renderMigrationsModule,
 } from '../../scripts/embed-migrations'
+import { SYSTEM } from '../../src/audit/events'
 import { openDatabase } from '../../src/backends/sqlite/connection'
 import { runMigrations } from '../../src/backends/sqlite/migrate'
 import { embeddedMigrations } from '../../src/backends/sqlite/migrations.gen'
@@ -54,7 +55,7 @@ describe('runMigrations', () => {
     const { memoryLogger } = await import('../../src/log')
     const dataDir = join(dir.path, 'fresh')
     const deps = await makeDeps(testConfig({ dataDir }), memoryLogger())
-    await deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null })
+    await deps.users.create({ name: 'A', email: 'a@example.com', passwordHash: null }, SYSTEM)
     const mode = (path: string) => statSync(path).mode & 0o777
     expect(mode(dataDir)).toBe(0o700)
     expect(mode(join(dataDir, 'roster.db'))).toBe(0o600)

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { makeTestApp } from '../helpers/app'
 import { apiKey } from '../helpers/auth'
 
@@ -10,7 +11,7 @@ describe('a deeply nested JSON body', () => {
   test('is refused with the envelope (or ignored) by every route that takes a body, never a 500', async () => {
     await using t = await makeTestApp()
     const key = await apiKey(t)
-    await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null })
+    await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null }, SYSTEM)
     let body = '1'
     for (let i = 0; i < 150_000; i++) body = `{"a":${body}}`
     const writes = t.app.routes.filter((route) => ['POST', 'PUT', 'PATCH'].includes(route.method))

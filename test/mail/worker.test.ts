@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { ManualClock } from '../../src/timers'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey } from '../helpers/auth'
@@ -11,7 +12,7 @@ async function withMail() {
   const smtp = await startSmtpServer()
   const clock = new ManualClock(Date.parse('2026-11-24T12:00:00.000Z'))
   const t = await makeTestApp({ smtpUrl: smtp.url, publicUrl: 'https://roster.example' }, clock)
-  await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null })
+  await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null }, SYSTEM)
   const disposeApp = t[Symbol.asyncDispose]
   return Object.assign(t, {
     smtp,

@@ -6,6 +6,7 @@ import {
   newAccountToken,
   newCode,
 } from '../../src/accounts/tokens'
+import { SYSTEM } from '../../src/audit/events'
 import type { Deps } from '../../src/deps'
 import { ManualClock } from '../../src/timers'
 import { twoInstances } from '../helpers/stores'
@@ -34,11 +35,14 @@ const use = (deps: Deps, hash: string, flow: NewToken['flow'] = 'password-reset'
 
 async function withUser(clock?: ManualClock) {
   const env = await twoInstances(clock)
-  const user = await env.a.users.create({
-    name: 'Ada',
-    email: 'ada@example.com',
-    passwordHash: null,
-  })
+  const user = await env.a.users.create(
+    {
+      name: 'Ada',
+      email: 'ada@example.com',
+      passwordHash: null,
+    },
+    SYSTEM,
+  )
   return Object.assign(env, { userId: user.id })
 }
 

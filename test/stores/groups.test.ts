@@ -1,11 +1,12 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { codeOf, twoInstances } from '../helpers/stores'
 
 // The group store's contract, on SQLite (npm test) and on PostgreSQL with two instances
 // (npm run test:postgres). See test/helpers/stores.ts.
 
 const user = (env: Awaited<ReturnType<typeof twoInstances>>, name: string) =>
-  env.a.users.create({ name, email: `${name}@example.com`, passwordHash: null })
+  env.a.users.create({ name, email: `${name}@example.com`, passwordHash: null }, SYSTEM)
 
 describe('group store contract (two instances where the backend is shared)', () => {
   test('create, read, page and its total; names unique without regard to case', async () => {
@@ -87,7 +88,7 @@ describe('group store contract (two instances where the backend is shared)', () 
     await env.b.groups.remove(one.id, { versions: null })
     expect((await env.a.users.get(cy.id))?.groups).toEqual([two.id])
     const before = (await env.a.groups.get(two.id))?.version as number
-    await env.b.users.remove(cy.id, { versions: null })
+    await env.b.users.remove(cy.id, { versions: null }, SYSTEM)
     const after = await env.a.groups.get(two.id)
     expect({ members: after?.members, moved: (after?.version as number) > before }).toEqual({
       members: [],

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import type { Deps } from '../../src/deps'
 import { IDEMPOTENCY_TTL_MS, once } from '../../src/idempotency/store'
 import { ManualClock } from '../../src/timers'
@@ -14,7 +15,7 @@ function createOnce(on: Deps, key: string, email: string) {
   const claim = { scope: SCOPE, key, fingerprint: on.idempotency.fingerprint({ email }) }
   return on.transaction((tx) =>
     once(tx.idempotency, claim, async () => {
-      const user = await tx.users.create({ name: 'N', email, passwordHash: null })
+      const user = await tx.users.create({ name: 'N', email, passwordHash: null }, SYSTEM)
       return { status: 201, body: JSON.stringify({ id: user.id }), location: `/users/${user.id}` }
     }),
   )
@@ -68,7 +69,7 @@ describe('idempotency store contract (two instances where the backend is shared)
   test('a unit that fails releases its claim: the next request with the key does the work', async () => {
     await using env = await twoInstances()
     const { a } = env
-    await a.users.create({ name: 'Taken', email: 'taken@example.com', passwordHash: null })
+    await a.users.create({ name: 'Taken', email: 'taken@example.com', passwordHash: null }, SYSTEM)
     await expect(createOnce(a, 'k', 'taken@example.com')).rejects.toMatchObject({
       errorCode: 'CONFLICT',
     })

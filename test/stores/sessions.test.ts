@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import {
   ACCESS_TOKEN_TTL_MS,
   SESSION_RENEW_INTERVAL_MS,
@@ -15,11 +16,14 @@ const START = Date.parse('2026-11-23T12:00:00Z')
 
 async function withUser(clock = new ManualClock(START)) {
   const env = await twoInstances(clock)
-  const user = await env.a.users.create({
-    name: 'Ada',
-    email: 'ada@example.com',
-    passwordHash: null,
-  })
+  const user = await env.a.users.create(
+    {
+      name: 'Ada',
+      email: 'ada@example.com',
+      passwordHash: null,
+    },
+    SYSTEM,
+  )
   return Object.assign(env, { user, clock })
 }
 

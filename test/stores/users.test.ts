@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { codeOf, twoInstances } from '../helpers/stores'
 
 // The users store's contract: the same cases on SQLite (npm test) and on PostgreSQL with two
@@ -8,14 +9,17 @@ describe('users store contract (two instances where the backend is shared)', () 
   test('two PUTs with the same If-Match, one on each instance: exactly one wins, the other is 412', async () => {
     await using env = await twoInstances()
     for (let round = 0; round < 10; round++) {
-      const user = await env.a.users.create({
-        name: 'Ada',
-        email: `ada${round}@example.com`,
-        passwordHash: null,
-      })
+      const user = await env.a.users.create(
+        {
+          name: 'Ada',
+          email: `ada${round}@example.com`,
+          passwordHash: null,
+        },
+        SYSTEM,
+      )
       const outcomes = await Promise.allSettled([
-        env.a.users.update(user.id, { name: 'From A' }, { versions: [user.version] }),
-        env.b.users.update(user.id, { name: 'From B' }, { versions: [user.version] }),
+        env.a.users.update(user.id, { name: 'From A' }, { versions: [user.version] }, SYSTEM),
+        env.b.users.update(user.id, { name: 'From B' }, { versions: [user.version] }, SYSTEM),
       ])
       expect(outcomes.map(codeOf).sort()).toEqual(['PRECONDITION_FAILED', 'ok'])
       const stored = await env.b.users.get(user.id)
@@ -27,8 +31,14 @@ describe('users store contract (two instances where the backend is shared)', () 
     await using env = await twoInstances()
     for (let round = 0; round < 10; round++) {
       const outcomes = await Promise.allSettled([
-        env.a.users.create({ name: 'A', email: `Grace${round}@Example.com`, passwordHash: null }),
-        env.b.users.create({ name: 'B', email: `grace${round}@example.COM`, passwordHash: null }),
+        env.a.users.create(
+          { name: 'A', email: `Grace${round}@Example.com`, passwordHash: null },
+          SYSTEM,
+        ),
+        env.b.users.create(
+          { name: 'B', email: `grace${round}@example.COM`, passwordHash: null },
+          SYSTEM,
+        ),
       ])
       expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
     }
@@ -37,14 +47,17 @@ describe('users store contract (two instances where the backend is shared)', () 
 
   test('a DELETE racing a PUT with the same If-Match: one of them, never both', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Lin',
-      email: 'lin@example.com',
-      passwordHash: null,
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Lin',
+        email: 'lin@example.com',
+        passwordHash: null,
+      },
+      SYSTEM,
+    )
     const outcomes = await Promise.allSettled([
-      env.a.users.remove(user.id, { versions: [user.version] }),
-      env.b.users.update(user.id, { name: 'Late' }, { versions: [user.version] }),
+      env.a.users.remove(user.id, { versions: [user.version] }, SYSTEM),
+      env.b.users.update(user.id, { name: 'Late' }, { versions: [user.version] }, SYSTEM),
     ])
     const codes = outcomes.map(codeOf)
     expect(codes.filter((code) => code === 'ok')).toHaveLength(1)
@@ -56,11 +69,14 @@ describe('users store contract (two instances where the backend is shared)', () 
   test('reads: get, a page with its total, sign-in lookups', async () => {
     await using env = await twoInstances()
     for (let i = 1; i <= 5; i++) {
-      await env.a.users.create({
-        name: ` User ${i} `,
-        email: `u${i}@Example.com`,
-        passwordHash: i === 1 ? 'hash' : null,
-      })
+      await env.a.users.create(
+        {
+          name: ` User ${i} `,
+          email: `u${i}@Example.com`,
+          passwordHash: i === 1 ? 'hash' : null,
+        },
+        SYSTEM,
+      )
     }
     const page = await env.b.users.list({ limit: 2, offset: 2 })
     expect(page.total).toBe(5)
@@ -92,28 +108,39 @@ describe('users store contract (two instances where the backend is shared)', () 
 
   test('a new password ends the user’s sessions and tokens in the same transaction', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Sam',
-      email: 'sam@example.com',
-      passwordHash: 'old',
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Sam',
+        email: 'sam@example.com',
+        passwordHash: 'old',
+      },
+      SYSTEM,
+    )
     const issued = await env.a.credentials.issue(user.id)
-    await env.b.users.update(user.id, { passwordHash: 'new' }, { versions: null })
+    await env.b.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
   })
 
   test('a role change ends the user’s sessions and tokens; the same role again does not', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Ro',
-      email: 'ro@example.com',
-      passwordHash: 'h',
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Ro',
+        email: 'ro@example.com',
+        passwordHash: 'h',
+      },
+      SYSTEM,
+    )
     const first = await env.a.credentials.issue(user.id)
-    await env.b.users.update(user.id, { role: 'member' }, { versions: null })
+    await env.b.users.update(user.id, { role: 'member' }, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(first.sessionToken)).not.toBeNull()
-    const promoted = await env.b.users.update(user.id, { role: 'admin' }, { versions: null })
+    const promoted = await env.b.users.update(
+      user.id,
+      { role: 'admin' },
+      { versions: null },
+      SYSTEM,
+    )
     expect(promoted.role).toBe('admin')
     expect(await env.a.credentials.useSession(first.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(first.accessToken)).toBeNull()
@@ -123,15 +150,18 @@ describe('users store contract (two instances where the backend is shared)', () 
 
   test('the last admin is neither demoted nor deleted; a guard may refuse any role change', async () => {
     await using env = await twoInstances()
-    const admin = await env.a.users.create({
-      name: 'Ad',
-      email: 'ad@example.com',
-      passwordHash: null,
-      role: 'admin',
-    })
+    const admin = await env.a.users.create(
+      {
+        name: 'Ad',
+        email: 'ad@example.com',
+        passwordHash: null,
+        role: 'admin',
+      },
+      SYSTEM,
+    )
     const outcomes = await Promise.allSettled([
-      env.a.users.update(admin.id, { role: 'member' }, { versions: null }),
-      env.b.users.remove(admin.id, { versions: null }),
+      env.a.users.update(admin.id, { role: 'member' }, { versions: null }, SYSTEM),
+      env.b.users.remove(admin.id, { versions: null }, SYSTEM),
     ])
     expect(outcomes.map(codeOf)).toEqual(['CONFLICT', 'CONFLICT'])
     const refusal = new Error('no authority')
@@ -140,6 +170,7 @@ describe('users store contract (two instances where the backend is shared)', () 
         admin.id,
         { role: 'member' },
         { versions: null, refuseRoleChange: refusal },
+        SYSTEM,
       ),
     ).rejects.toBe(refusal)
     expect((await env.b.users.get(admin.id))?.role).toBe('admin')
@@ -148,13 +179,16 @@ describe('users store contract (two instances where the backend is shared)', () 
   test('two admins demoting each other at once, on two instances, leave one admin', async () => {
     await using env = await twoInstances()
     const admin = (name: string) =>
-      env.a.users.create({ name, email: `${name}@example.com`, passwordHash: null, role: 'admin' })
+      env.a.users.create(
+        { name, email: `${name}@example.com`, passwordHash: null, role: 'admin' },
+        SYSTEM,
+      )
     let survivor = await admin('first')
     for (let round = 0; round < 10; round++) {
       const newcomer = await admin(`admin${round}`)
       const outcomes = await Promise.allSettled([
-        env.a.users.update(survivor.id, { role: 'member' }, { versions: null }),
-        env.b.users.update(newcomer.id, { role: 'member' }, { versions: null }),
+        env.a.users.update(survivor.id, { role: 'member' }, { versions: null }, SYSTEM),
+        env.b.users.update(newcomer.id, { role: 'member' }, { versions: null }, SYSTEM),
       ])
       expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
       survivor = outcomes[0]?.status === 'rejected' ? survivor : newcomer
@@ -164,64 +198,81 @@ describe('users store contract (two instances where the backend is shared)', () 
 
   test('a name change leaves them; a deletion ends them', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Al',
-      email: 'al@example.com',
-      passwordHash: 'h',
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Al',
+        email: 'al@example.com',
+        passwordHash: 'h',
+      },
+      SYSTEM,
+    )
     const issued = await env.a.credentials.issue(user.id)
-    await env.b.users.update(user.id, { name: 'Albert' }, { versions: null })
+    await env.b.users.update(user.id, { name: 'Albert' }, { versions: null }, SYSTEM)
     expect((await env.a.credentials.useSession(issued.sessionToken))?.user.name).toBe('Albert')
-    await env.b.users.remove(user.id, { versions: null })
+    await env.b.users.remove(user.id, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
   })
 
   test('inside a unit of work a password change revokes too, and a failing unit keeps both', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Bo',
-      email: 'bo@example.com',
-      passwordHash: 'h',
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Bo',
+        email: 'bo@example.com',
+        passwordHash: 'h',
+      },
+      SYSTEM,
+    )
     const issued = await env.a.credentials.issue(user.id)
     await expect(
       env.b.transaction(async (tx) => {
-        await tx.users.update(user.id, { passwordHash: 'new' }, { versions: null })
+        await tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM)
         throw new Error('the unit fails after the write')
       }),
     ).rejects.toThrow('the unit fails')
     expect((await env.a.users.withPasswordHash(user.id))?.passwordHash).toBe('h')
     expect((await env.a.credentials.useSession(issued.sessionToken))?.user.id).toBe(user.id)
     await env.b.transaction((tx) =>
-      tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }),
+      tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM),
     )
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
   })
 
   test('If-Match, echo and missing rows', async () => {
     await using env = await twoInstances()
-    const user = await env.a.users.create({
-      name: 'Eve',
-      email: 'eve@example.com',
-      passwordHash: null,
-    })
+    const user = await env.a.users.create(
+      {
+        name: 'Eve',
+        email: 'eve@example.com',
+        passwordHash: null,
+      },
+      SYSTEM,
+    )
     await expect(
-      env.a.users.update(user.id, { name: 'x' }, { versions: [user.version + 5] }),
+      env.a.users.update(user.id, { name: 'x' }, { versions: [user.version + 5] }, SYSTEM),
     ).rejects.toMatchObject({ errorCode: 'PRECONDITION_FAILED' })
     await expect(
-      env.a.users.update(user.id, { name: 'x' }, { versions: null, echo: { id: user.id + 1 } }),
+      env.a.users.update(
+        user.id,
+        { name: 'x' },
+        { versions: null, echo: { id: user.id + 1 } },
+        SYSTEM,
+      ),
     ).rejects.toMatchObject({ errorCode: 'VALIDATION_ERROR' })
-    await expect(env.a.users.remove(999, { versions: null })).rejects.toMatchObject({
+    await expect(env.a.users.remove(999, { versions: null }, SYSTEM)).rejects.toMatchObject({
       errorCode: 'NOT_FOUND',
     })
-    const other = await env.a.users.create({
-      name: 'Mo',
-      email: 'mo@example.com',
-      passwordHash: null,
-    })
+    const other = await env.a.users.create(
+      {
+        name: 'Mo',
+        email: 'mo@example.com',
+        passwordHash: null,
+      },
+      SYSTEM,
+    )
     await expect(
-      env.b.users.update(other.id, { email: 'EVE@example.com' }, { versions: null }),
+      env.b.users.update(other.id, { email: 'EVE@example.com' }, { versions: null }, SYSTEM),
     ).rejects.toMatchObject({ errorCode: 'CONFLICT' })
     expect((await env.a.users.get(user.id))?.version).toBe(1)
   })
@@ -250,11 +301,14 @@ describe('users store contract (two instances where the backend is shared)', () 
     let seen = 0
     for await (const batch of env.b.users.exportAll()) {
       if (batches.length === 0)
-        await env.a.users.create({
-          name: 'During',
-          email: 'during@example.com',
-          passwordHash: null,
-        })
+        await env.a.users.create(
+          {
+            name: 'During',
+            email: 'during@example.com',
+            passwordHash: null,
+          },
+          SYSTEM,
+        )
       batches.push(batch.length)
       seen += batch.length
     }
@@ -270,7 +324,7 @@ describe('users store contract: the v2 search', () => {
     await using env = await twoInstances()
     for (let i = 1; i <= 30; i++) {
       const name = i % 3 === 0 ? `Team_${i}` : `Solo ${i}`
-      await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null })
+      await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null }, SYSTEM)
     }
     const first = await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'team_' } })
     expect(first.total).toBe(10)

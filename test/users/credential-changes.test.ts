@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { AppError } from '../../src/errors/errors'
 import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, basic, form, PASSWORD, signedIn } from '../helpers/auth'
@@ -205,6 +206,7 @@ describe('changing the password or email of an account that can sign in (section
         created.body.id,
         { email: 'mallory@example.com' },
         { versions: null, refuseIfCanSignIn: refusal },
+        SYSTEM,
       ),
     ).rejects.toBe(refusal)
     expect((await t.get(`/users/${created.body.id}`)).body.email).toBe('bo@example.com')

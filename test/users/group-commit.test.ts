@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
 
 const user = (i: number) => ({ name: `User ${i}`, email: `user${i}@example.com` })
@@ -52,7 +53,7 @@ describe('writes through the group commit', () => {
     await using t = await makeTestApp()
     await t.post('/users', user(1))
     // Open a batch by hand, as a write of this turn would, and read before it commits.
-    const pending = t.deps.users.create({ ...user(2), passwordHash: null })
+    const pending = t.deps.users.create({ ...user(2), passwordHash: null }, SYSTEM)
     const list = await t.get('/users')
     expect(list.body.pagination.total).toBe(1)
     expect((await t.get('/users/2')).status).toBe(404)

@@ -71,7 +71,7 @@ function createPgUserWriteRows(
 
     update(id, changes, guard) {
       return inTransaction(async (tx) => {
-        await lockGuarded(tx, id, guard)
+        const before = await lockGuarded(tx, id, guard)
         const email = changes.email ?? null
         const [updated] = await neutralUnique(
           tx<Stored<UserRecord>[]>`
@@ -90,14 +90,15 @@ function createPgUserWriteRows(
             RETURNING id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
               coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`,
         )
-        return withIsoTimestamps(updated as Stored<UserRecord>)
+        return { before, after: withIsoTimestamps(updated as Stored<UserRecord>) }
       })
     },
 
     remove(id, guard) {
       return inTransaction(async (tx) => {
-        await lockGuarded(tx, id, guard)
+        const removed = await lockGuarded(tx, id, guard)
         await tx`DELETE FROM users WHERE id = ${id}::int8`
+        return removed
       })
     },
 
@@ -109,13 +110,20 @@ function createPgUserWriteRows(
 
     async verifyEmail(id, email) {
       const at = now().toISOString()
-      const [row] = await q<Stored<UserRecord>[]>`
-        UPDATE users SET email_verified_at = ${at}::timestamptz, version = version + 1,
+      // The row locked by the subquery, so the old value is the one this update replaces.
+      const [row] = await q<(Stored<UserRecord> & { was_verified_at: string | null })[]>`
+        UPDATE users SET email_verified_at = ${at}::timestamptz, version = users.version + 1,
           updated_at = ${at}
-        WHERE id = ${id}::int8 AND email_key = ${lookupText(emailKey(email))}
-        RETURNING id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
+        FROM (SELECT id, email_verified_at FROM users WHERE id = ${id}::int8 FOR UPDATE) was
+        WHERE users.id = was.id AND users.email_key = ${lookupText(emailKey(email))}
+        RETURNING users.id, users.name, users.email, users.created_at, users.updated_at, users.role,
+          to_char(users.email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
+          to_char(was.email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS was_verified_at,
+          users.version,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
-      return row === undefined ? null : withIsoTimestamps(row)
+      if (row === undefined) return null
+      const { was_verified_at: wasVerifiedAt, ...user } = row
+      return { user: withIsoTimestamps(user), wasVerifiedAt }
     },
 
     async lockEmail(id) {

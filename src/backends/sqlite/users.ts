@@ -9,6 +9,7 @@ import {
   emailKey,
   type GuardedRow,
   type NewUser,
+  type StoredUser,
   type User,
   type UserChanges,
   type UserRecord,
@@ -100,6 +101,9 @@ export function createSqliteUserRows(
     `UPDATE users SET email_verified_at = ?1, version = version + 1, updated_at = ?1
      WHERE id = ?2 AND email_key = ?3 RETURNING ${RECORD_COLUMNS}`,
   )
+  const verifiedAt = writer.query<{ at: string | null }, [number]>(
+    'SELECT email_verified_at AS at FROM users WHERE id = ?',
+  )
   const replaceHash = writer.query(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
@@ -187,9 +191,13 @@ export function createSqliteUserRows(
       return { ...created, groups: [] }
     },
 
-    update(id: number, changes: UserChanges, guard: WriteGuard): UserRecord {
+    update(
+      id: number,
+      changes: UserChanges,
+      guard: WriteGuard,
+    ): { before: StoredUser; after: UserRecord } {
       return transaction(() => {
-        checkGuard(currentById.get(id), guard)
+        const before = checkGuard(currentById.get(id), guard)
         const updated = neutralUnique(
           () =>
             update().get({
@@ -203,20 +211,27 @@ export function createSqliteUserRows(
             }) as Omit<UserRecord, 'groups'>,
         )
         const groups = currentGroups.all(id).map((row) => row.group_id)
-        return { ...updated, groups }
+        return { before, after: { ...updated, groups } }
       })
     },
 
-    verifyEmail(id: number, email: string): UserRecord | null {
+    verifyEmail(
+      id: number,
+      email: string,
+    ): { user: UserRecord; wasVerifiedAt: string | null } | null {
+      // One writer: the value read here is the one the update replaces.
+      const wasVerifiedAt = verifiedAt.get(id)?.at ?? null
       const verified = verify.get(now().toISOString(), id, emailKey(email))
       if (verified === null) return null
-      return { ...verified, groups: currentGroups.all(id).map((row) => row.group_id) }
+      const groups = currentGroups.all(id).map((row) => row.group_id)
+      return { user: { ...verified, groups }, wasVerifiedAt }
     },
 
-    remove(id: number, guard: WriteGuard): void {
-      transaction(() => {
-        checkGuard(currentById.get(id), guard)
+    remove(id: number, guard: WriteGuard): StoredUser {
+      return transaction(() => {
+        const removed = checkGuard(currentById.get(id), guard)
         remove().run({ id })
+        return removed
       })
     },
   }

@@ -14,7 +14,7 @@ import { documented, errorResponses } from '../../http/openapi-schemas'
 import { toView } from '../../users/records'
 import { sessionCookie, writeSessionCookie } from '../auth/cookies'
 import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
-import { principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf } from '../auth/principal'
 import { guardOf, type Operation } from '../authorisation'
 import { UserView } from '../users/schema'
 import {
@@ -88,6 +88,9 @@ function routeKit(inputs: MailFlowRouteInputs) {
       clientIp: clientIp(request, server, config.trustProxy),
       linkBase: linkBase(request, config.publicUrl),
     }),
+    /** The request in the audit log (the flows name the token's holder as the actor). */
+    source: (request: Request, server: Parameters<typeof clientIp>[1], set: { headers: object }) =>
+      auditSourceOf(set, clientIp(request, server, config.trustProxy)),
   }
 }
 
@@ -98,7 +101,7 @@ function routeKit(inputs: MailFlowRouteInputs) {
  */
 export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows } = inputs
-  const { guard, asker } = routeKit(inputs)
+  const { guard, asker, source } = routeKit(inputs)
   const verifyRequest = guard('POST /auth/verify-email/request')
   const verifyConfirm = guard('POST /auth/verify-email/confirm')
   const resetRequest = guard('POST /auth/password-reset/request')
@@ -141,7 +144,8 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
     )
     .post(
       '/auth/verify-email/confirm',
-      async ({ body }) => toView(await flows.confirmVerification(body.token)),
+      async ({ body, request, server, set }) =>
+        toView(await flows.confirmVerification(body.token, source(request, server, set))),
       {
         ...verifyConfirm.hook,
         parse: jsonBody(),
@@ -179,8 +183,11 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
     )
     .post(
       '/auth/password-reset/confirm',
-      async ({ body }) =>
-        toView(await flows.confirmPasswordReset(body.token, await hashPassword(body.password))),
+      async ({ body, request, server, set }) => {
+        const passwordHash = await hashPassword(body.password)
+        const by = source(request, server, set)
+        return toView(await flows.confirmPasswordReset(body.token, passwordHash, by))
+      },
       {
         ...resetConfirm.hook,
         parse: jsonBody(),
@@ -203,7 +210,7 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
  */
 export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, flows, config, credentials } = inputs
-  const { guard, asker } = routeKit(inputs)
+  const { guard, asker, source } = routeKit(inputs)
   const magicRequest = guard('POST /auth/magic-link/request')
   const magicConfirm = guard('POST /auth/magic-link/confirm')
   const changeRequest = guard('POST /auth/email-change/request')
@@ -236,8 +243,11 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
     )
     .post(
       '/auth/magic-link/confirm',
-      async ({ body, request, cookie, set }) => {
-        const user = await flows.confirmMagicLink(magicLinkProof(body))
+      async ({ body, request, server, cookie, set }) => {
+        const user = await flows.confirmMagicLink(
+          magicLinkProof(body),
+          source(request, server, set),
+        )
         const issued = await credentials.issue(user.id)
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
         set.headers['cache-control'] = NO_STORE
@@ -292,7 +302,8 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
     )
     .post(
       '/auth/email-change/confirm',
-      async ({ body }) => toView(await flows.confirmEmailChange(body.token)),
+      async ({ body, request, server, set }) =>
+        toView(await flows.confirmEmailChange(body.token, source(request, server, set))),
       {
         ...changeConfirm.hook,
         parse: jsonBody(),
@@ -337,8 +348,11 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
     )
     .post(
       '/auth/invitation/confirm',
-      async ({ body }) =>
-        toView(await flows.confirmInvitation(body.token, await hashPassword(body.password))),
+      async ({ body, request, server, set }) => {
+        const passwordHash = await hashPassword(body.password)
+        const by = source(request, server, set)
+        return toView(await flows.confirmInvitation(body.token, passwordHash, by))
+      },
       {
         ...inviteConfirm.hook,
         parse: jsonBody(),

@@ -32,6 +32,7 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
     requirement: AuthRequirement,
     request: Request,
     set: Context['set'],
+    ipOf: () => string,
   ) => {
     if (result.principal === null && requirement.optional !== true) {
       throw unauthorized(requirement.schemes, 'This route needs credentials')
@@ -39,7 +40,7 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
     if (result.principal !== null && requirement.rule !== undefined) {
       authorise(result.principal, requirement.rule)
     }
-    setPrincipal(set, result.principal)
+    setPrincipal(set, result.principal, ipOf)
     if (result.renewedSession !== undefined) {
       set.headers['set-cookie'] = sessionCookieHeader(
         result.renewedSession,
@@ -60,7 +61,7 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
             requirement.schemes,
             ipOf,
           )
-          settle(result, requirement, request, set)
+          settle(result, requirement, request, set, ipOf)
         },
       }
     },

@@ -1,3 +1,4 @@
+import type { AuditSource } from '../../audit/events'
 import type { Transaction } from '../../db/unit'
 import { jsonResponse } from '../../http/json-response'
 import { type IdempotencyClaims, once, type StoredAnswer } from '../../idempotency/store'
@@ -31,10 +32,11 @@ export async function createOnce(
   claim: { scope: string; key: string; fingerprint: string },
   input: NewUser,
   listPath: string,
+  by: AuditSource,
 ): Promise<Response> {
   const { replayed, answer } = await transaction((tx) =>
     once(tx.idempotency, claim, async () => {
-      const { status, view, location } = createdAnswer(await tx.users.create(input), listPath)
+      const { status, view, location } = createdAnswer(await tx.users.create(input, by), listPath)
       return { status, body: JSON.stringify(view), location }
     }),
   )

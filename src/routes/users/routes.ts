@@ -24,7 +24,7 @@ import {
 import { toView, type WriteGuard } from '../../users/records'
 import type { UserStore, UserWrites } from '../../users/store'
 import type { AuthPlugin } from '../auth/plugin'
-import { principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf } from '../auth/principal'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
 import { createdAnswer, createOnce, replay } from './idempotent-answers'
@@ -117,6 +117,7 @@ export function usersRoutes(
         // Made only when a role is asked for: most writes carry none.
         refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
       },
+      auditSourceOf(set),
     )
     set.headers.etag = etagOf(user)
     return toView(user)
@@ -162,12 +163,21 @@ export function usersRoutes(
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
         const input = { name: body.name, email: body.email, passwordHash, role: body.role }
         if (key === null) {
-          const { status, view, location } = createdAnswer(await users.create(input), listPath)
+          const { status, view, location } = createdAnswer(
+            await users.create(input, auditSourceOf(set)),
+            listPath,
+          )
           set.status = status
           set.headers.location = location
           return view
         }
-        return await createOnce(transaction, { scope, key, fingerprint }, input, listPath)
+        return await createOnce(
+          transaction,
+          { scope, key, fingerprint },
+          input,
+          listPath,
+          auditSourceOf(set),
+        )
       },
       {
         ...access.create.hook,
@@ -278,9 +288,11 @@ export function usersRoutes(
       async ({ params, request, set }) => {
         const id = parseUserId(params.id)
         access.requireSelf(set, 'users:write', id)
-        await users.remove(id, {
-          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
-        })
+        await users.remove(
+          id,
+          { versions: versionsFromIfMatch(request.headers.get('if-match'), params.id) },
+          auditSourceOf(set),
+        )
         return { id, deleted: true as const }
       },
       {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../../src/audit/events'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
 import { startSmtpServer } from '../../helpers/smtp'
@@ -304,7 +305,7 @@ describe('GET /mail and POST /mail/{id}/resend', () => {
 
   test('links are built from --public-url, never from a Host header a client sends', async () => {
     await using t = await makeTestApp({ usersAccess: 'protected' })
-    await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null })
+    await t.deps.users.create({ name: 'Ada', email: 'ada@example.com', passwordHash: null }, SYSTEM)
     const response = await t.app.handle(
       new Request('http://evil.example:8080/auth/password-reset/request', {
         method: 'POST',
@@ -501,7 +502,7 @@ describe('POST /users/{id}/invite and /auth/invitation/confirm', () => {
     await using t = await makeTestApp({ usersAccess: 'protected' })
     const key = await apiKey(t)
     const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
-    await t.deps.users.create({ name: 'Cy', email: 'cy@example.com', passwordHash: null })
+    await t.deps.users.create({ name: 'Cy', email: 'cy@example.com', passwordHash: null }, SYSTEM)
     expectEnvelope(await t.call('POST', '/users/1/invite'), 401, 'UNAUTHORIZED')
     expectEnvelope(
       await t.call('POST', '/users/1/invite', { headers: { 'x-api-key': readOnly } }),

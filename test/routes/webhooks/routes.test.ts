@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../../src/audit/events'
 import { makeDeps } from '../../../src/deps'
 import { memoryLogger } from '../../../src/log'
 import { ManualClock } from '../../../src/timers'
@@ -228,7 +229,7 @@ describe('POST /webhooks', () => {
   test('a handler that fails after writing has its writes rolled back with it', async () => {
     await using t = await webhookApp()
     t.deps.webhooks.worker.handlers.set('half.done', async (_event, { users }) => {
-      await users.create({ name: 'Half', email: 'half@example.com', passwordHash: null })
+      await users.create({ name: 'Half', email: 'half@example.com', passwordHash: null }, SYSTEM)
       throw new Error('failed after the write')
     })
     const body = event('half.done', {})
