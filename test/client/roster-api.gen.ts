@@ -909,6 +909,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log (audit:read)
+         * @description Every change to users, roles, groups, keys, uploads and credentials, and every sign-in, failed sign-in and lockout, newest first: who (actor), what (action, target), through which request (request_id, ip) and which fields changed (a password only as changed). Paged by `cursor` (`pagination.next_cursor`, and the `Link` header’s next); filters combine, and every link repeats them. Kept for --audit-retention (90 days by default).
+         */
+        get: operations["getAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One audit event (audit:read)
+         * @description The event as GET /audit lists it; 404 once the retention purged it.
+         */
+        get: operations["getAuditById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/health": {
         parameters: {
             query?: never;
@@ -1687,6 +1727,46 @@ export interface paths {
          * @description Schedules a failed event for another attempt now, also one that has used up its retries; 202 with the event as it stands (the attempt runs right after). 409 when the event is pending, processed or ignored. The id is the one GET /webhooks/events shows.
          */
         post: operations["postV2WebhooksEventsByIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log (audit:read)
+         * @description Every change to users, roles, groups, keys, uploads and credentials, and every sign-in, failed sign-in and lockout, newest first: who (actor), what (action, target), through which request (request_id, ip) and which fields changed (a password only as changed). Paged by `cursor` (`pagination.next_cursor`, and the `Link` header’s next); filters combine, and every link repeats them. Kept for --audit-retention (90 days by default).
+         */
+        get: operations["getV2Audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/audit/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One audit event (audit:read)
+         * @description The event as GET /audit lists it; 404 once the retention purged it.
+         */
+        get: operations["getV2AuditById"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -14258,6 +14338,512 @@ export interface operations {
             };
         };
     };
+    getAudit: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description Who acted: user, api_key, scim, cli, webhook, system */
+                actor_type?: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                /** @description The acting user or key id (with actor_type) */
+                actor_id?: string;
+                /** @description What was acted on: user, group, api_key, upload, session, login, … */
+                target_type?: string;
+                /** @description Its id ("who changed user 5?": target_type=user&target_id=5) */
+                target_id?: string;
+                /** @description An action (user.updated), or every action of a kind (user.*) */
+                action?: string;
+                /** @description At or after this instant (ISO 8601) */
+                since?: string;
+                /** @description Before this instant (ISO 8601) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description evt_ and a number; newer events have greater numbers */
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            actor: {
+                                type: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                                /** @description The user or key id as text; the event id for a webhook, the operating-system user for the CLI; null for system work and callers without credentials */
+                                id: string | null;
+                            };
+                            /** @description <target type>.<past tense>: user.created, login.failed, … */
+                            action: string;
+                            target: {
+                                type: string;
+                                id: string | null;
+                            };
+                            request_id: string | null;
+                            ip: string | null;
+                            /** @description The fields that changed, each { before, after }; a secret (a password) only as { changed: true } */
+                            changes: {
+                                [key: string]: {
+                                    before: unknown;
+                                    after: unknown;
+                                } | {
+                                    /** @constant */
+                                    changed: true;
+                                };
+                            } | null;
+                        }[];
+                        pagination: {
+                            limit: number;
+                            /** @description Pass as `cursor` for the next (older) page; null on the last */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getAuditById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description evt_ and a number; newer events have greater numbers */
+                        id: string;
+                        /** Format: date-time */
+                        at: string;
+                        actor: {
+                            type: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                            /** @description The user or key id as text; the event id for a webhook, the operating-system user for the CLI; null for system work and callers without credentials */
+                            id: string | null;
+                        };
+                        /** @description <target type>.<past tense>: user.created, login.failed, … */
+                        action: string;
+                        target: {
+                            type: string;
+                            id: string | null;
+                        };
+                        request_id: string | null;
+                        ip: string | null;
+                        /** @description The fields that changed, each { before, after }; a secret (a password) only as { changed: true } */
+                        changes: {
+                            [key: string]: {
+                                before: unknown;
+                                after: unknown;
+                            } | {
+                                /** @constant */
+                                changed: true;
+                            };
+                        } | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
     getV2Health: {
         parameters: {
             query?: never;
@@ -25908,6 +26494,512 @@ export interface operations {
             };
             /** @description CONFLICT */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getV2Audit: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description Who acted: user, api_key, scim, cli, webhook, system */
+                actor_type?: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                /** @description The acting user or key id (with actor_type) */
+                actor_id?: string;
+                /** @description What was acted on: user, group, api_key, upload, session, login, … */
+                target_type?: string;
+                /** @description Its id ("who changed user 5?": target_type=user&target_id=5) */
+                target_id?: string;
+                /** @description An action (user.updated), or every action of a kind (user.*) */
+                action?: string;
+                /** @description At or after this instant (ISO 8601) */
+                since?: string;
+                /** @description Before this instant (ISO 8601) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description evt_ and a number; newer events have greater numbers */
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            actor: {
+                                type: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                                /** @description The user or key id as text; the event id for a webhook, the operating-system user for the CLI; null for system work and callers without credentials */
+                                id: string | null;
+                            };
+                            /** @description <target type>.<past tense>: user.created, login.failed, … */
+                            action: string;
+                            target: {
+                                type: string;
+                                id: string | null;
+                            };
+                            request_id: string | null;
+                            ip: string | null;
+                            /** @description The fields that changed, each { before, after }; a secret (a password) only as { changed: true } */
+                            changes: {
+                                [key: string]: {
+                                    before: unknown;
+                                    after: unknown;
+                                } | {
+                                    /** @constant */
+                                    changed: true;
+                                };
+                            } | null;
+                        }[];
+                        pagination: {
+                            limit: number;
+                            /** @description Pass as `cursor` for the next (older) page; null on the last */
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getV2AuditById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description evt_ and a number; newer events have greater numbers */
+                        id: string;
+                        /** Format: date-time */
+                        at: string;
+                        actor: {
+                            type: "user" | "api_key" | "scim" | "cli" | "webhook" | "system";
+                            /** @description The user or key id as text; the event id for a webhook, the operating-system user for the CLI; null for system work and callers without credentials */
+                            id: string | null;
+                        };
+                        /** @description <target type>.<past tense>: user.created, login.failed, … */
+                        action: string;
+                        target: {
+                            type: string;
+                            id: string | null;
+                        };
+                        request_id: string | null;
+                        ip: string | null;
+                        /** @description The fields that changed, each { before, after }; a secret (a password) only as { changed: true } */
+                        changes: {
+                            [key: string]: {
+                                before: unknown;
+                                after: unknown;
+                            } | {
+                                /** @constant */
+                                changed: true;
+                            };
+                        } | null;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "BAD_REQUEST" | "INVALID_SIGNATURE" | "TOKEN_INVALID" | "TOKEN_USED" | "TOKEN_EXPIRED" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "FORBIDDEN" | "EMAIL_NOT_VERIFIED" | "REAUTHENTICATION_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "MISDIRECTED_REQUEST" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "INSUFFICIENT_STORAGE";
+                            message: string;
+                            details: {
+                                field: string;
+                                message: string;
+                                /** @description The rejected input as text (cut to 200 characters); "" when the field was absent; "[redacted]" for a secret. */
+                                received: string;
+                            }[];
+                            /** Format: uri */
+                            documentation_url: string;
+                        };
+                        request_id: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

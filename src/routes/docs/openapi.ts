@@ -40,6 +40,10 @@ function documentation(version: string) {
         name: 'webhooks',
         description: 'Signed deliveries from Stripe, Standard Webhooks senders and GitHub',
       },
+      {
+        name: 'audit',
+        description: 'Who changed what and when: the audit log and its live feed',
+      },
       { name: 'operations', description: 'Health and service information' },
     ],
     components: {

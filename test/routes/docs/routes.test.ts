@@ -90,6 +90,8 @@ describe('/swagger', () => {
       '/mail',
       '/mail/{id}',
       '/mail/{id}/resend',
+      '/audit',
+      '/audit/{id}',
     ]
     // The pages links in mail open are documents, served once.
     const pages = [
@@ -344,10 +346,12 @@ describe('the numbers the document states are the numbers the service keeps', ()
     })
     expect(lists.map((list) => list.path).sort()).toEqual([
       '/api-keys',
+      '/audit',
       '/mail',
       '/uploads',
       '/users',
       '/v2/api-keys',
+      '/v2/audit',
       '/v2/mail',
       '/v2/uploads',
       '/v2/users',
