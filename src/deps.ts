@@ -3,7 +3,12 @@ import { join } from 'node:path'
 import { type AccountFlows, createAccountFlows } from './accounts/flows'
 import { loadTemplates } from './accounts/templates'
 import { type AuditLog, type AuditWrites, auditWrites, createAuditLog } from './audit/log'
-import { type ApiKeyStore, createApiKeyStore } from './auth/api-keys'
+import {
+  type ApiKeyStore,
+  type ApiKeyWrites,
+  apiKeyWrites,
+  createApiKeyStore,
+} from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
@@ -32,10 +37,11 @@ import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
 /** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
-export interface UnitStores extends Omit<UnitRows, 'users' | 'groups' | 'audit'> {
+export interface UnitStores extends Omit<UnitRows, 'users' | 'groups' | 'audit' | 'apiKeys'> {
   users: UserWrites
   groups: GroupWrites
   audit: AuditWrites
+  apiKeys: ApiKeyWrites
 }
 export { VERSION }
 
@@ -138,8 +144,8 @@ export async function makeDeps(
   const transaction = withRules(backend.transaction, now)
   const users = createUserStore(backend.users, transaction)
   const credentials = createCredentialStore(backend.credentials, clock)
-  const apiKeys = createApiKeyStore(backend.apiKeys, now)
-  const groups = createGroupStore(backend.groups, now)
+  const apiKeys = createApiKeyStore(backend.apiKeys, transaction, now)
+  const groups = createGroupStore(backend.groups, transaction)
   const timers = options.timers ?? { ...systemTimers, now: clock }
   const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
@@ -239,8 +245,9 @@ function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transac
       stores = {
         ...rows,
         users: userWrites({ ...rows, audit }, now),
-        groups: groupWrites(rows.groups, now),
+        groups: groupWrites({ groups: rows.groups, audit }, now),
         audit,
+        apiKeys: apiKeyWrites({ apiKeys: rows.apiKeys, audit }, now),
       }
       ruled.set(rows, stores)
     }

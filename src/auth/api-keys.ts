@@ -1,4 +1,7 @@
+import { type AuditSource, changedFields } from '../audit/events'
+import type { AuditWrites } from '../audit/log'
 import type { PageRequest } from '../db/page'
+import type { Transaction } from '../db/unit'
 import { type Grant, grantsOf, grantsText } from './access'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
@@ -54,16 +57,19 @@ export interface KeyHolder {
  * API keys: created once (the key is shown only then), stored as SHA-256, revocable at once. A
  * key made with a key records it as its parent, and dies with it.
  */
-export interface ApiKeyStore {
+export interface ApiKeyWrites {
   /** A new key; `parentId` is the key that asked for it (none from the command line). */
-  create(key: NewApiKey): Promise<CreatedApiKey>
-  /** The active keys, oldest first. */
-  list(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
+  create(key: NewApiKey, by: AuditSource): Promise<CreatedApiKey>
   /**
    * Revokes an active key and every active key made from it, at any depth, in one write. True
    * when the key was active; false when there was none with that id.
    */
-  revoke(id: number): Promise<boolean>
+  revoke(id: number, by: AuditSource): Promise<boolean>
+}
+
+export interface ApiKeyStore extends ApiKeyWrites {
+  /** The active keys, oldest first. */
+  list(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
   /**
    * The key's id, name and scopes if it is valid: not revoked, not expired. Records when it was
    * last used.
@@ -85,9 +91,18 @@ export interface NewApiKeyRow {
 /** A key as a database lists it: scopes as stored text. */
 export type ApiKeyRow = Omit<ApiKeyView, 'scopes'> & { scopes: string }
 
-/** What a database keeps of API keys: row operations only (every rule is ApiKeyStore's). */
-export interface ApiKeyRows {
+/** The keys' writes as a database does them, alone or inside a unit of work. */
+export interface ApiKeyWriteRows {
   insert(row: NewApiKeyRow): Promise<ApiKeyRow>
+  /**
+   * Revokes the key and its descendants (KEY_FAMILY) in one statement, when the key itself is
+   * active; the ids revoked (none when it was not).
+   */
+  revokeFamily(id: number, at: string): Promise<number[]>
+}
+
+/** What a database keeps of API keys: row operations only (every rule is ApiKeyStore's). */
+export interface ApiKeyRows extends ApiKeyWriteRows {
   /** The key with this hash, unless revoked (an expired one too: expiry is the store's rule). */
   findActive(keyHash: string): Promise<{
     id: number
@@ -100,11 +115,6 @@ export interface ApiKeyRows {
   touch(id: number, at: string): Promise<void>
   /** Active keys in id order, and how many there are. */
   page(request: PageRequest): Promise<{ data: ApiKeyRow[]; total: number }>
-  /**
-   * Revokes the key and its descendants (KEY_FAMILY) in one statement; true when the key itself
-   * was active.
-   */
-  revokeFamily(id: number, at: string): Promise<boolean>
 }
 
 /** The keys revoked with `id`: it and every key made from it, at any depth (both databases). */
@@ -113,12 +123,17 @@ export const KEY_FAMILY = `WITH RECURSIVE family(id) AS (
   UNION SELECT k.id FROM api_keys k JOIN family f ON k.parent_id = f.id
 )`
 
-/** The rules of API keys over a database's rows. */
-export function createApiKeyStore(rows: ApiKeyRows, now: () => Date): ApiKeyStore {
+const keyTarget = (id: number) => ({ type: 'api_key', id: String(id) })
+
+/** The keys' writes over a unit of work's rows, each with its audit event. */
+export function apiKeyWrites(
+  rows: { apiKeys: ApiKeyWriteRows; audit: AuditWrites },
+  now: () => Date,
+): ApiKeyWrites {
   return {
-    async create(request) {
+    async create(request, by) {
       const key = newSecret(API_KEY_PREFIX)
-      const row = await rows.insert({
+      const row = await rows.apiKeys.insert({
         name: request.name,
         prefix: key.slice(0, SHOWN_PREFIX_LENGTH),
         keyHash: sha256Hex(key),
@@ -128,6 +143,12 @@ export function createApiKeyStore(rows: ApiKeyRows, now: () => Date): ApiKeyStor
         expiresAt: request.expiresAt ?? null,
       })
       const view = viewOf(row)
+      const changes = changedFields(null, view, ['name', 'scopes', 'parent_id', 'expires_at'])
+      await rows.audit.record(by, {
+        action: 'api_key.created',
+        target: keyTarget(view.id),
+        changes,
+      })
       return {
         id: view.id,
         name: view.name,
@@ -140,12 +161,31 @@ export function createApiKeyStore(rows: ApiKeyRows, now: () => Date): ApiKeyStor
       }
     },
 
+    async revoke(id, by) {
+      const revoked = await rows.apiKeys.revokeFamily(id, now().toISOString())
+      // One event per key: its descendants went with it (their parent names the cause).
+      for (const gone of revoked) {
+        await rows.audit.record(by, { action: 'api_key.revoked', target: keyTarget(gone) })
+      }
+      return revoked.includes(id)
+    },
+  }
+}
+
+/** The rules of API keys over a database's rows; every write a unit of work of its own. */
+export function createApiKeyStore(
+  rows: ApiKeyRows,
+  transaction: Transaction<{ apiKeys: ApiKeyWrites }>,
+  now: () => Date,
+): ApiKeyStore {
+  return {
+    create: (request, by) => transaction((tx) => tx.apiKeys.create(request, by)),
+    revoke: (id, by) => transaction((tx) => tx.apiKeys.revoke(id, by)),
+
     async list(request) {
       const page = await rows.page(request)
       return { data: page.data.map(viewOf), total: page.total }
     },
-
-    revoke: (id) => rows.revokeFamily(id, now().toISOString()),
 
     async authenticate(key) {
       if (!looksLikeSecret(key, API_KEY_PREFIX)) return null

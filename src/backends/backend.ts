@@ -1,6 +1,6 @@
 import type { AccountTokenWrites } from '../accounts/tokens'
 import type { AuditRows, AuditWriteRows } from '../audit/log'
-import type { ApiKeyRows } from '../auth/api-keys'
+import type { ApiKeyRows, ApiKeyWriteRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
@@ -23,6 +23,7 @@ export interface UnitRows {
   mail: MailWrites
   accountTokens: AccountTokenWrites
   audit: AuditWriteRows
+  apiKeys: ApiKeyWriteRows
 }
 
 /**

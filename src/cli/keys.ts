@@ -12,7 +12,7 @@ import {
   renderFlags,
 } from './args'
 import { printColumns } from './format'
-import { openCommandData } from './open-data'
+import { commandSource, openCommandData } from './open-data'
 
 const NAME_FLAG: FlagSpec = {
   flag: 'name',
@@ -72,7 +72,10 @@ export async function run(
       case 'create': {
         if (typeof name !== 'string' || name.trim() === '')
           throw new ConfigError('keys create needs --name')
-        const key = await deps.apiKeys.create({ name: name.trim(), scopes, expiresAt })
+        const key = await deps.apiKeys.create(
+          { name: name.trim(), scopes, expiresAt },
+          commandSource(),
+        )
         const expiry = key.expires_at === null ? '' : `, expires ${key.expires_at}`
         console.error(
           `created API key ${key.id} (${key.prefix}…) named ${JSON.stringify(key.name)}, scopes ${key.scopes.join(' ')}${expiry}`,
@@ -89,7 +92,7 @@ export async function run(
       case 'revoke': {
         const id = parseRowId(positionals[0])
         if (id === null) throw new ConfigError('keys revoke needs a key id')
-        if (!(await deps.apiKeys.revoke(id))) {
+        if (!(await deps.apiKeys.revoke(id, commandSource()))) {
           console.error(`roster: no active API key with id ${id}`)
           return 1
         }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { dbQuery, expectEnvelope, makeTestApp } from '../helpers/app'
 import { apiKey, signedIn } from '../helpers/auth'
 
@@ -82,8 +83,9 @@ describe('/api-keys', () => {
   test('GET lists active keys with the list envelope, X-Total-Count and Link, never the key', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    for (let i = 0; i < 4; i++) await t.deps.apiKeys.create({ name: `k${i}`, scopes: ['*'] })
-    await t.deps.apiKeys.revoke(3)
+    for (let i = 0; i < 4; i++)
+      await t.deps.apiKeys.create({ name: `k${i}`, scopes: ['*'] }, SYSTEM)
+    await t.deps.apiKeys.revoke(3, SYSTEM)
     const reply = await t.get('/api-keys?limit=2&offset=2', { headers: { 'x-api-key': admin } })
     expect(reply.status).toBe(200)
     expect(reply.body.pagination).toEqual({ limit: 2, offset: 2, total: 4 })
@@ -110,7 +112,7 @@ describe('/api-keys', () => {
   test('DELETE revokes; an unknown, already revoked or malformed id is 404', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    await t.deps.apiKeys.create({ name: 'other', scopes: ['*'] })
+    await t.deps.apiKeys.create({ name: 'other', scopes: ['*'] }, SYSTEM)
     const headers = { 'x-api-key': admin }
     expect((await t.call('DELETE', '/api-keys/2', { headers })).body).toEqual({
       id: 2,

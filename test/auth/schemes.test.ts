@@ -1,4 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { passwordWorkload } from '../../src/auth/passwords'
 import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, basic, form, PASSWORD, signedIn } from '../helpers/auth'
@@ -273,7 +274,7 @@ describe('API key on /data', () => {
   test('a revoked key is refused at once', async () => {
     await using t = await makeTestApp()
     const admin = await apiKey(t, 'admin')
-    const doomed = await t.deps.apiKeys.create({ name: 'doomed', scopes: ['*'] })
+    const doomed = await t.deps.apiKeys.create({ name: 'doomed', scopes: ['*'] }, SYSTEM)
     expect((await t.get('/data', { headers: { 'x-api-key': doomed.key } })).status).toBe(200)
     expect(
       (await t.call('DELETE', `/api-keys/${doomed.id}`, { headers: { 'x-api-key': admin } })).body,

@@ -2,6 +2,7 @@ import { Database } from 'bun:sqlite'
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { SYSTEM } from '../../src/audit/events'
 import { testConfig } from '../../src/config'
 import { memoryLogger } from '../../src/log'
 import { startServer } from '../../src/server'
@@ -25,7 +26,7 @@ describe('secrets stay secret', () => {
     const u = server.url
     const PASSWORD = 'Pw-Zq8Wj3Xk1-distinctive'
     const NEW_PASSWORD = 'Pw-Nn4Rr7Tt2-distinctive'
-    const key = (await server.deps.apiKeys.create({ name: 'admin', scopes: ['*'] })).key
+    const key = (await server.deps.apiKeys.create({ name: 'admin', scopes: ['*'] }, SYSTEM)).key
     const answers: string[] = []
     // Every answer is searched, except where a secret is handed out on purpose: the login body
     // (the token) and its Set-Cookie (the session).

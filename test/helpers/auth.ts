@@ -1,3 +1,4 @@
+import { SYSTEM } from '../../src/audit/events'
 import type { TestApp } from './app'
 
 export const PASSWORD = 'correct horse battery staple'
@@ -25,5 +26,5 @@ export async function signedIn(t: TestApp, email = 'ada@example.com', password =
 }
 
 export async function apiKey(t: TestApp, name = 'test'): Promise<string> {
-  return (await t.deps.apiKeys.create({ name: name, scopes: ['*'] })).key
+  return (await t.deps.apiKeys.create({ name: name, scopes: ['*'] }, SYSTEM)).key
 }

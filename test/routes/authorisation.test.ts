@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { accessTable, guardOf, type Operation, RULES } from '../../src/routes/authorisation'
 import { expectEnvelope, makeTestApp } from '../helpers/app'
 import { PASSWORD, signedIn } from '../helpers/auth'
@@ -53,7 +54,10 @@ describe('the authorisation table', () => {
 
 describe('scoped API keys over HTTP', () => {
   async function keyWith(t: Awaited<ReturnType<typeof makeTestApp>>, scopes: string[]) {
-    const made = await t.deps.apiKeys.create({ name: scopes.join(' '), scopes: scopes as never })
+    const made = await t.deps.apiKeys.create(
+      { name: scopes.join(' '), scopes: scopes as never },
+      SYSTEM,
+    )
     return { 'x-api-key': made.key }
   }
 
@@ -148,7 +152,9 @@ describe('scoped API keys over HTTP', () => {
 
 describe('roles over HTTP', () => {
   async function withAdmin(t: Awaited<ReturnType<typeof makeTestApp>>) {
-    const key = { 'x-api-key': (await t.deps.apiKeys.create({ name: 'root', scopes: ['*'] })).key }
+    const key = {
+      'x-api-key': (await t.deps.apiKeys.create({ name: 'root', scopes: ['*'] }, SYSTEM)).key,
+    }
     await t.post(
       '/users',
       { name: 'Root', email: 'root@example.com', password: PASSWORD, role: 'admin' },

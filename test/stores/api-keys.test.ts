@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../src/audit/events'
 import { ManualClock } from '../../src/timers'
 import { twoInstances } from '../helpers/stores'
 
@@ -8,7 +9,7 @@ import { twoInstances } from '../helpers/stores'
 describe('API key store contract (two instances where the backend is shared)', () => {
   test('a key made on one instance authenticates on the other; only its prefix is kept', async () => {
     await using env = await twoInstances()
-    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] })
+    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] }, SYSTEM)
     expect(created.key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/)
     expect(created.key.startsWith(created.prefix)).toBe(true)
     expect(await env.b.apiKeys.authenticate(created.key)).toEqual({
@@ -24,7 +25,7 @@ describe('API key store contract (two instances where the backend is shared)', (
   test('a use is recorded (last_used_at) without anyone waiting for it', async () => {
     const clock = new ManualClock(Date.parse('2026-11-23T12:00:00Z'))
     await using env = await twoInstances(clock)
-    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] })
+    const created = await env.a.apiKeys.create({ name: 'ci', scopes: ['*'] }, SYSTEM)
     expect((await env.a.apiKeys.list({ limit: 10, offset: 0 })).data[0]?.last_used_at).toBeNull()
     await env.b.apiKeys.authenticate(created.key)
     const deadline = Date.now() + 5000
@@ -40,8 +41,8 @@ describe('API key store contract (two instances where the backend is shared)', (
     await using env = await twoInstances()
     const made = []
     for (const name of ['one', 'two', 'three'])
-      made.push(await env.a.apiKeys.create({ name: name, scopes: ['*'] }))
-    await env.a.apiKeys.revoke(made[1]?.id as number)
+      made.push(await env.a.apiKeys.create({ name: name, scopes: ['*'] }, SYSTEM))
+    await env.a.apiKeys.revoke(made[1]?.id as number, SYSTEM)
     const page = await env.b.apiKeys.list({ limit: 1, offset: 1 })
     expect(page.total).toBe(2)
     expect(page.data.map((key) => key.name)).toEqual(['three'])
@@ -50,15 +51,21 @@ describe('API key store contract (two instances where the backend is shared)', (
 
   test('revoking a key revokes every key made from it, at any depth, for every instance', async () => {
     await using env = await twoInstances()
-    const root = await env.a.apiKeys.create({ name: 'root', scopes: ['*'] })
-    const child = await env.a.apiKeys.create({ name: 'child', parentId: root.id, scopes: ['*'] })
-    const grandchild = await env.b.apiKeys.create({
-      name: 'grandchild',
-      parentId: child.id,
-      scopes: ['*'],
-    })
-    const other = await env.a.apiKeys.create({ name: 'other', scopes: ['*'] })
-    expect(await env.a.apiKeys.revoke(root.id)).toBe(true)
+    const root = await env.a.apiKeys.create({ name: 'root', scopes: ['*'] }, SYSTEM)
+    const child = await env.a.apiKeys.create(
+      { name: 'child', parentId: root.id, scopes: ['*'] },
+      SYSTEM,
+    )
+    const grandchild = await env.b.apiKeys.create(
+      {
+        name: 'grandchild',
+        parentId: child.id,
+        scopes: ['*'],
+      },
+      SYSTEM,
+    )
+    const other = await env.a.apiKeys.create({ name: 'other', scopes: ['*'] }, SYSTEM)
+    expect(await env.a.apiKeys.revoke(root.id, SYSTEM)).toBe(true)
     for (const key of [root, child, grandchild]) {
       expect(await env.b.apiKeys.authenticate(key.key)).toBeNull()
     }
@@ -67,17 +74,17 @@ describe('API key store contract (two instances where the backend is shared)', (
       name: 'other',
       scopes: ['*'],
     })
-    expect(await env.b.apiKeys.revoke(root.id)).toBe(false)
-    expect(await env.b.apiKeys.revoke(999_999)).toBe(false)
+    expect(await env.b.apiKeys.revoke(root.id, SYSTEM)).toBe(false)
+    expect(await env.b.apiKeys.revoke(999_999, SYSTEM)).toBe(false)
   })
 
   test('one key revoked on both instances at once: exactly one revocation counts', async () => {
     await using env = await twoInstances()
     for (let round = 0; round < 10; round++) {
-      const key = await env.a.apiKeys.create({ name: `k${round}`, scopes: ['*'] })
+      const key = await env.a.apiKeys.create({ name: `k${round}`, scopes: ['*'] }, SYSTEM)
       const outcomes = await Promise.all([
-        env.a.apiKeys.revoke(key.id),
-        env.b.apiKeys.revoke(key.id),
+        env.a.apiKeys.revoke(key.id, SYSTEM),
+        env.b.apiKeys.revoke(key.id, SYSTEM),
       ])
       expect(outcomes.sort()).toEqual([false, true])
     }
@@ -85,11 +92,14 @@ describe('API key store contract (two instances where the backend is shared)', (
 
   test('a key keeps its scopes, in the contract order, and lists them with its expiry', async () => {
     await using env = await twoInstances()
-    const created = await env.a.apiKeys.create({
-      name: 'reader',
-      scopes: ['uploads:read', 'users:read', 'users:read'],
-      expiresAt: '2099-01-01T00:00:00.000Z',
-    })
+    const created = await env.a.apiKeys.create(
+      {
+        name: 'reader',
+        scopes: ['uploads:read', 'users:read', 'users:read'],
+        expiresAt: '2099-01-01T00:00:00.000Z',
+      },
+      SYSTEM,
+    )
     expect(created.scopes).toEqual(['users:read', 'uploads:read'])
     expect(created.expires_at).toBe('2099-01-01T00:00:00.000Z')
     expect((await env.b.apiKeys.authenticate(created.key))?.scopes).toEqual([
@@ -107,11 +117,14 @@ describe('API key store contract (two instances where the backend is shared)', (
   test('an expired key is refused like a revoked one, on every instance, and still listed', async () => {
     const clock = new ManualClock(Date.parse('2026-11-23T12:00:00Z'))
     await using env = await twoInstances(clock)
-    const created = await env.a.apiKeys.create({
-      name: 'short',
-      scopes: ['*'],
-      expiresAt: '2026-11-23T13:00:00.000Z',
-    })
+    const created = await env.a.apiKeys.create(
+      {
+        name: 'short',
+        scopes: ['*'],
+        expiresAt: '2026-11-23T13:00:00.000Z',
+      },
+      SYSTEM,
+    )
     expect(await env.b.apiKeys.authenticate(created.key)).not.toBeNull()
     clock.advance(60 * 60 * 1000)
     expect(await env.a.apiKeys.authenticate(created.key)).toBeNull()

@@ -11,16 +11,16 @@ const user = (env: Awaited<ReturnType<typeof twoInstances>>, name: string) =>
 describe('group store contract (two instances where the backend is shared)', () => {
   test('create, read, page and its total; names unique without regard to case', async () => {
     await using env = await twoInstances()
-    const made = await env.a.groups.create({ name: ' Engineering ', description: 'builds' })
+    const made = await env.a.groups.create({ name: ' Engineering ', description: 'builds' }, SYSTEM)
     expect(made).toMatchObject({
       name: 'Engineering',
       description: 'builds',
       members: [],
       version: 1,
     })
-    await env.b.groups.create({ name: 'Sales', description: null })
+    await env.b.groups.create({ name: 'Sales', description: null }, SYSTEM)
     const taken = await Promise.allSettled([
-      env.b.groups.create({ name: 'ENGINEERING', description: null }),
+      env.b.groups.create({ name: 'ENGINEERING', description: null }, SYSTEM),
     ])
     expect(taken.map(codeOf)).toEqual(['CONFLICT'])
     expect(await env.b.groups.get(made.id)).toEqual(made)
@@ -36,8 +36,8 @@ describe('group store contract (two instances where the backend is shared)', () 
     await using env = await twoInstances()
     for (let round = 0; round < 5; round++) {
       const outcomes = await Promise.allSettled([
-        env.a.groups.create({ name: `Team ${round}`, description: null }),
-        env.b.groups.create({ name: `team ${round}`, description: null }),
+        env.a.groups.create({ name: `Team ${round}`, description: null }, SYSTEM),
+        env.b.groups.create({ name: `team ${round}`, description: null }, SYSTEM),
       ])
       expect(outcomes.map(codeOf).sort()).toEqual(['CONFLICT', 'ok'])
     }
@@ -46,11 +46,11 @@ describe('group store contract (two instances where the backend is shared)', () 
 
   test('membership: added once, listed both ways, and both records move their versions', async () => {
     await using env = await twoInstances()
-    const group = await env.a.groups.create({ name: 'Ops', description: null })
+    const group = await env.a.groups.create({ name: 'Ops', description: null }, SYSTEM)
     const [ann, bob] = [await user(env, 'ann'), await user(env, 'bob')]
-    expect(await env.a.groups.addMember(group.id, bob.id)).toBe(true)
-    expect(await env.b.groups.addMember(group.id, ann.id)).toBe(true)
-    expect(await env.b.groups.addMember(group.id, ann.id)).toBe(false)
+    expect(await env.a.groups.addMember(group.id, bob.id, SYSTEM)).toBe(true)
+    expect(await env.b.groups.addMember(group.id, ann.id, SYSTEM)).toBe(true)
+    expect(await env.b.groups.addMember(group.id, ann.id, SYSTEM)).toBe(false)
     const read = await env.b.groups.get(group.id)
     expect({ members: read?.members, version: read?.version }).toEqual({
       members: [ann.id, bob.id],
@@ -65,13 +65,13 @@ describe('group store contract (two instances where the backend is shared)', () 
       [group.id],
       [group.id],
     ])
-    expect(await env.a.groups.removeMember(group.id, ann.id)).toBe(true)
-    expect(await env.a.groups.removeMember(group.id, ann.id)).toBe(false)
+    expect(await env.a.groups.removeMember(group.id, ann.id, SYSTEM)).toBe(true)
+    expect(await env.a.groups.removeMember(group.id, ann.id, SYSTEM)).toBe(false)
     expect((await env.b.users.get(ann.id))?.groups).toEqual([])
     const missing = await Promise.allSettled([
-      env.a.groups.addMember(999, ann.id),
-      env.a.groups.addMember(group.id, 999),
-      env.a.groups.removeMember(999, ann.id),
+      env.a.groups.addMember(999, ann.id, SYSTEM),
+      env.a.groups.addMember(group.id, 999, SYSTEM),
+      env.a.groups.removeMember(999, ann.id, SYSTEM),
     ])
     expect(missing.map(codeOf)).toEqual(['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND'])
   })
@@ -79,13 +79,13 @@ describe('group store contract (two instances where the backend is shared)', () 
   test('deleting a group keeps its users; deleting a user keeps its groups and moves their versions', async () => {
     await using env = await twoInstances()
     const [one, two] = [
-      await env.a.groups.create({ name: 'One', description: null }),
-      await env.a.groups.create({ name: 'Two', description: null }),
+      await env.a.groups.create({ name: 'One', description: null }, SYSTEM),
+      await env.a.groups.create({ name: 'Two', description: null }, SYSTEM),
     ]
     const cy = await user(env, 'cy')
-    await env.a.groups.addMember(one.id, cy.id)
-    await env.a.groups.addMember(two.id, cy.id)
-    await env.b.groups.remove(one.id, { versions: null })
+    await env.a.groups.addMember(one.id, cy.id, SYSTEM)
+    await env.a.groups.addMember(two.id, cy.id, SYSTEM)
+    await env.b.groups.remove(one.id, { versions: null }, SYSTEM)
     expect((await env.a.users.get(cy.id))?.groups).toEqual([two.id])
     const before = (await env.a.groups.get(two.id))?.version as number
     await env.b.users.remove(cy.id, { versions: null }, SYSTEM)
@@ -98,12 +98,12 @@ describe('group store contract (two instances where the backend is shared)', () 
 
   test('If-Match, echo and missing rows; a rename and a description cleared', async () => {
     await using env = await twoInstances()
-    const group = await env.a.groups.create({ name: 'Old', description: 'text' })
+    const group = await env.a.groups.create({ name: 'Old', description: 'text' }, SYSTEM)
     const stale = await Promise.allSettled([
-      env.b.groups.update(group.id, { name: 'New' }, { versions: [7] }),
-      env.b.groups.update(group.id, { name: 'New' }, { versions: [1], echo: { id: 2 } }),
-      env.b.groups.update(999, { name: 'New' }, { versions: null }),
-      env.b.groups.remove(group.id, { versions: [9] }),
+      env.b.groups.update(group.id, { name: 'New' }, { versions: [7] }, SYSTEM),
+      env.b.groups.update(group.id, { name: 'New' }, { versions: [1], echo: { id: 2 } }, SYSTEM),
+      env.b.groups.update(999, { name: 'New' }, { versions: null }, SYSTEM),
+      env.b.groups.remove(group.id, { versions: [9] }, SYSTEM),
     ])
     expect(stale.map(codeOf)).toEqual([
       'PRECONDITION_FAILED',
@@ -115,14 +115,15 @@ describe('group store contract (two instances where the backend is shared)', () 
       group.id,
       { name: 'New', description: null },
       { versions: [1] },
+      SYSTEM,
     )
     expect(renamed).toMatchObject({ name: 'New', description: null, version: 2 })
-    const kept = await env.a.groups.update(group.id, { name: 'Newer' }, { versions: null })
+    const kept = await env.a.groups.update(group.id, { name: 'Newer' }, { versions: null }, SYSTEM)
     expect(kept.description).toBeNull()
     // Two writers with the same If-Match: one wins, the other is told it changed.
     const raced = await Promise.allSettled([
-      env.a.groups.update(group.id, { name: 'A' }, { versions: [3] }),
-      env.b.groups.update(group.id, { name: 'B' }, { versions: [3] }),
+      env.a.groups.update(group.id, { name: 'A' }, { versions: [3] }, SYSTEM),
+      env.b.groups.update(group.id, { name: 'B' }, { versions: [3] }, SYSTEM),
     ])
     expect(raced.map(codeOf).sort()).toEqual(['PRECONDITION_FAILED', 'ok'])
   })

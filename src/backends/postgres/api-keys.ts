@@ -1,18 +1,45 @@
 import type { SQL } from 'bun'
-import { type ApiKeyRow, type ApiKeyRows, KEY_FAMILY } from '../../auth/api-keys'
+import {
+  type ApiKeyRow,
+  type ApiKeyRows,
+  type ApiKeyWriteRows,
+  KEY_FAMILY,
+} from '../../auth/api-keys'
 import { pageOf, type WithTotal } from './page'
 
-/** API keys in PostgreSQL: a revocation on one instance holds on all at once. */
-export function createPgApiKeyRows(pool: SQL): ApiKeyRows {
+/** The keys' writes over `q`: the pool, or a unit of work's transaction. */
+function createPgApiKeyWriteRows(q: SQL): ApiKeyWriteRows {
   return {
     async insert(row) {
-      const [created] = await pool<ApiKeyRow[]>`
+      const [created] = await q<ApiKeyRow[]>`
         INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id, scopes, expires_at)
         VALUES (${row.name}, ${row.prefix}, ${row.keyHash}, ${row.createdAt}, ${row.parentId},
                 ${row.scopes}, ${row.expiresAt})
         RETURNING id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at`
       return created as ApiKeyRow
     },
+    async revokeFamily(id, at) {
+      // One statement: the key and its descendants go together, whatever runs beside it.
+      const rows = await q.unsafe<{ id: number }[]>(
+        `${KEY_FAMILY}
+         UPDATE api_keys SET revoked_at = $2
+         WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL RETURNING id`,
+        [id, at],
+      )
+      // The key's own revocation decides: a second revocation of it revokes nothing.
+      if (!rows.some((row) => row.id === id)) return []
+      return rows.map((row) => row.id).sort((a, b) => a - b)
+    },
+  }
+}
+
+/** API keys in PostgreSQL: a revocation on one instance holds on all at once. */
+export function createPgApiKeyRows(pool: SQL): ApiKeyRows & {
+  inUnit(tx: SQL): ApiKeyWriteRows
+} {
+  return {
+    ...createPgApiKeyWriteRows(pool),
+    inUnit: (tx) => createPgApiKeyWriteRows(tx),
     async findActive(keyHash) {
       const [row] = await pool<
         {
@@ -39,16 +66,6 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows {
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}`,
         () => pool`SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`,
       )
-    },
-    async revokeFamily(id, at) {
-      // One statement: the key and its descendants go together, whatever runs beside it.
-      const rows = await pool.unsafe<{ id: number }[]>(
-        `${KEY_FAMILY}
-         UPDATE api_keys SET revoked_at = $2
-         WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL RETURNING id`,
-        [id, at],
-      )
-      return rows.some((row) => row.id === id)
     },
   }
 }

@@ -65,7 +65,7 @@ function createPgGroupWriteRows(
 
     update(id, changes, guard, at) {
       return inTransaction(async (tx) => {
-        checkGroupGuard(await locked(tx, id), guard)
+        const before = checkGroupGuard(await locked(tx, id), guard)
         const name = changes.name?.trim() ?? null
         const keep = changes.description === undefined
         const [row] = await neutralUnique(
@@ -88,14 +88,15 @@ function createPgGroupWriteRows(
             ],
           ),
         )
-        return record(row as Stored<GroupRecord>)
+        return { before, after: record(row as Stored<GroupRecord>) }
       })
     },
 
     remove(id, guard) {
       return inTransaction(async (tx) => {
-        checkGroupGuard(await locked(tx, id), guard)
+        const removed = checkGroupGuard(await locked(tx, id), guard)
         await tx`DELETE FROM groups WHERE id = ${id}::int8`
+        return removed
       })
     },
 

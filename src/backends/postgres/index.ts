@@ -48,6 +48,7 @@ export async function openPostgresBackend(
     const groups = createPgGroupRows(pool)
     const mail = createPgMailOutbox(pool, now)
     const audit = createPgAuditRows(pool)
+    const apiKeys = createPgApiKeyRows(pool)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -62,6 +63,7 @@ export async function openPostgresBackend(
             mail: mail.inUnit(tx),
             accountTokens: createPgAccountTokens(tx),
             audit: audit.inUnit(tx),
+            apiKeys: apiKeys.inUnit(tx),
           }),
         )
         .finally(() => {
@@ -76,7 +78,7 @@ export async function openPostgresBackend(
       users,
       idempotency,
       credentials,
-      apiKeys: createPgApiKeyRows(pool),
+      apiKeys,
       groups,
       loginFailures: new PgLoginFailures(pool),
       uploadRecords,

@@ -1,10 +1,18 @@
-import { type ApiKeyRow, type ApiKeyRows, KEY_FAMILY } from '../../auth/api-keys'
+import {
+  type ApiKeyRow,
+  type ApiKeyRows,
+  type ApiKeyWriteRows,
+  KEY_FAMILY,
+  type NewApiKeyRow,
+} from '../../auth/api-keys'
 import type { PageRequest } from '../../db/page'
 import type { Store } from './connection'
 import { settle } from './settle'
 
-/** API keys in SQLite: reads on the reader, writes through the group commit. */
-export function createSqliteApiKeyRows(store: Store): ApiKeyRows {
+/** API keys in SQLite: reads on the reader, writes through the group commit (or a unit's). */
+export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
+  readonly inUnit: ApiKeyWriteRows
+} {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const columns = 'id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at'
@@ -39,37 +47,45 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows {
   )
   const revokeFamily = sqlite.query(
     `${KEY_FAMILY.replaceAll('$1', '?1')}
-     UPDATE api_keys SET revoked_at = ?2 WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL`,
+     UPDATE api_keys SET revoked_at = ?2 WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL
+     RETURNING id`,
   )
   const readPage = reader.transaction((request: PageRequest) => ({
     data: page.all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))
 
+  /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
+  const inWrite = {
+    insert: (row: NewApiKeyRow) =>
+      insert.get(
+        row.name,
+        row.prefix,
+        row.keyHash,
+        row.createdAt,
+        row.parentId,
+        row.scopes,
+        row.expiresAt,
+      ) as ApiKeyRow,
+    revokeFamily(id: number, at: string): number[] {
+      if (isActive.get(id) === null) return []
+      return (revokeFamily.all(id, at) as { id: number }[])
+        .map((row) => row.id)
+        .sort((a, b) => a - b)
+    },
+  }
+
   return {
-    insert: (row) =>
-      writes.run(
-        () =>
-          insert.get(
-            row.name,
-            row.prefix,
-            row.keyHash,
-            row.createdAt,
-            row.parentId,
-            row.scopes,
-            row.expiresAt,
-          ) as ApiKeyRow,
-      ),
+    inUnit: {
+      insert: (row) => settle(() => inWrite.insert(row)),
+      revokeFamily: (id, at) => settle(() => inWrite.revokeFamily(id, at)),
+    },
+    insert: (row) => writes.run(() => inWrite.insert(row)),
     findActive: (keyHash) => settle(() => byHash.get(keyHash)),
     async touch(id, at) {
       await writes.run(() => touch.run(at, id))
     },
     page: (request) => settle(() => readPage(request)),
-    revokeFamily: (id, at) =>
-      writes.run(() => {
-        if (isActive.get(id) === null) return false
-        revokeFamily.run(id, at)
-        return true
-      }),
+    revokeFamily: (id, at) => writes.run(() => inWrite.revokeFamily(id, at)),
   }
 }

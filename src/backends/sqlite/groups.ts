@@ -152,10 +152,18 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
       ) as GroupRow),
       members: [],
     }),
-    update(id: number, changes: GroupChanges, guard: GroupGuard, at: string): GroupRecord {
+    update(
+      id: number,
+      changes: GroupChanges,
+      guard: GroupGuard,
+      at: string,
+    ): { before: GroupRecord; after: GroupRecord } {
       return transaction(() => {
         const current = currentById.get(id)
-        checkGroupGuard(current && withMembers(current, currentMembers.all(id)), guard)
+        const before = checkGroupGuard(
+          current && withMembers(current, currentMembers.all(id)),
+          guard,
+        )
         const name = changes.name?.trim() ?? null
         const row = neutralUnique(() =>
           update.get(
@@ -167,14 +175,18 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
             id,
           ),
         ) as GroupRow
-        return withMembers(row, currentMembers.all(id))
+        return { before, after: withMembers(row, currentMembers.all(id)) }
       })
     },
-    remove(id: number, guard: GroupGuard): void {
-      transaction(() => {
+    remove(id: number, guard: GroupGuard): GroupRecord {
+      return transaction(() => {
         const current = currentById.get(id)
-        checkGroupGuard(current && withMembers(current, currentMembers.all(id)), guard)
+        const removed = checkGroupGuard(
+          current && withMembers(current, currentMembers.all(id)),
+          guard,
+        )
         remove.run(id)
+        return removed
       })
     },
   }

@@ -74,6 +74,7 @@ export function openSqliteBackend(
   const inbox = createSqliteWebhookInbox(store, now)
   const groups = createSqliteGroupRows(store)
   const mail = createSqliteMailOutbox(store, now)
+  const apiKeys = createSqliteApiKeyRows(store)
   audit = createSqliteAuditRows(store)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
@@ -86,6 +87,7 @@ export function openSqliteBackend(
     mail: mail.inUnit,
     accountTokens: createSqliteAccountTokens(store),
     audit: audit.inUnit,
+    apiKeys: apiKeys.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -95,7 +97,7 @@ export function openSqliteBackend(
     users,
     idempotency,
     credentials,
-    apiKeys: createSqliteApiKeyRows(store),
+    apiKeys,
     groups,
     // One process per file: failed sign-ins live in memory.
     loginFailures: new MemoryLoginFailures(),

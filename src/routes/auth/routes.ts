@@ -12,7 +12,7 @@ import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/o
 import { offsetPageAnswer } from '../../http/pagination'
 import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
-import { principalOf } from './principal'
+import { auditSourceOf, principalOf } from './principal'
 import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey } from './schema'
 
 const tags = ['credentials']
@@ -80,12 +80,15 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         }
         const expiresAt =
           body.expires_at === undefined ? null : futureTime(body.expires_at, inputs.clock())
-        return await apiKeys.create({
-          name: body.name.trim(),
-          parentId: principal?.kind === 'apiKey' ? principal.keyId : null,
-          scopes,
-          expiresAt,
-        })
+        return await apiKeys.create(
+          {
+            name: body.name.trim(),
+            parentId: principal?.kind === 'apiKey' ? principal.keyId : null,
+            scopes,
+            expiresAt,
+          },
+          auditSourceOf(set),
+        )
       },
       {
         ...create.hook,
@@ -137,9 +140,13 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
     )
     .delete(
       '/api-keys/:id',
-      async ({ params }) => {
+      async ({ params, set }) => {
         const id = parseRowId(params.id) ?? 0
-        if (id === 0 || !Number.isSafeInteger(id) || !(await apiKeys.revoke(id))) {
+        if (
+          id === 0 ||
+          !Number.isSafeInteger(id) ||
+          !(await apiKeys.revoke(id, auditSourceOf(set)))
+        ) {
           throw notFound('No active API key with this id')
         }
         return { id, revoked: true as const }

@@ -17,7 +17,7 @@ import {
   once,
 } from '../../idempotency/store'
 import type { AuthPlugin } from '../auth/plugin'
-import { principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf } from '../auth/principal'
 import { guardOf } from '../authorisation'
 import { etagOf, versionsFromIfMatch } from '../users/etag'
 import { answerWith, replay } from '../users/idempotent-answers'
@@ -97,9 +97,9 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
     if (userId === null) {
       if (adding) throw notFound('No user with this id')
     } else if (adding) {
-      await groups.addMember(groupId, userId)
+      await groups.addMember(groupId, userId, auditSourceOf(set))
     } else {
-      await groups.removeMember(groupId, userId)
+      await groups.removeMember(groupId, userId, auditSourceOf(set))
     }
     const group = await groups.get(groupId)
     if (group === null) throw notFound('No group with this id')
@@ -147,7 +147,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
         const key = checkedIdempotencyKey(request.headers.get('idempotency-key'))
         const input = { name: body.name, description: body.description ?? null }
         if (key === null) {
-          const group = await groups.create(input)
+          const group = await groups.create(input, auditSourceOf(set))
           set.status = 201
           set.headers.location = `${listPath}/${group.id}`
           return answer(group, set)
@@ -158,7 +158,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
         if (earlier !== null) return replay(earlier)
         const { replayed, answer: stored } = await transaction((tx) =>
           once(tx.idempotency, claim, async () => {
-            const group = await tx.groups.create(input)
+            const group = await tx.groups.create(input, auditSourceOf(set))
             return {
               status: 201,
               body: JSON.stringify(toGroupView(group)),
@@ -230,6 +230,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
             versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
             echo: { id: body.id, created_at: body.created_at, updated_at: body.updated_at },
           },
+          auditSourceOf(set),
         )
         return answer(group, set)
       },
@@ -251,9 +252,14 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
     .patch(
       '/groups/:id',
       async ({ params, body, request, set }) => {
-        const group = await groups.update(parseGroupId(params.id), body, {
-          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
-        })
+        const group = await groups.update(
+          parseGroupId(params.id),
+          body,
+          {
+            versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+          },
+          auditSourceOf(set),
+        )
         return answer(group, set)
       },
       {
@@ -273,11 +279,15 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
     )
     .delete(
       '/groups/:id',
-      async ({ params, request }) => {
+      async ({ params, request, set }) => {
         const id = parseGroupId(params.id)
-        await groups.remove(id, {
-          versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
-        })
+        await groups.remove(
+          id,
+          {
+            versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+          },
+          auditSourceOf(set),
+        )
         return { id, deleted: true as const }
       },
       {

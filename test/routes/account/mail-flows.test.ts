@@ -269,7 +269,8 @@ describe('GET /mail and POST /mail/{id}/resend', () => {
     ).toBe(202)
     await t.deps.mail.worker.settled()
     expectEnvelope(await t.get('/mail'), 401, 'UNAUTHORIZED')
-    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
+    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] }, SYSTEM))
+      .key
     expectEnvelope(await t.get('/mail', { headers: { 'x-api-key': readOnly } }), 403, 'FORBIDDEN')
     const page = await t.get('/mail', { headers: { 'x-api-key': key } })
     expect(page.status).toBe(200)
@@ -501,7 +502,8 @@ describe('POST /users/{id}/invite and /auth/invitation/confirm', () => {
   test('who may invite: a key with users:write or an admin; not a read-only key, not anonymously; a missing user is 404', async () => {
     await using t = await makeTestApp({ usersAccess: 'protected' })
     const key = await apiKey(t)
-    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] })).key
+    const readOnly = (await t.deps.apiKeys.create({ name: 'ro', scopes: ['users:read'] }, SYSTEM))
+      .key
     await t.deps.users.create({ name: 'Cy', email: 'cy@example.com', passwordHash: null }, SYSTEM)
     expectEnvelope(await t.call('POST', '/users/1/invite'), 401, 'UNAUTHORIZED')
     expectEnvelope(

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../../src/audit/events'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey } from '../../helpers/auth'
 
@@ -42,7 +43,7 @@ describe('GET /audit', () => {
     expect(stale.status).toBe(412)
     await t.call('DELETE', `/users/${id}`, { headers })
 
-    const { body } = await auditOf(t, key)
+    const { body } = await auditOf(t, key, '?target_type=user')
     const events = body.data as Event[]
     expect(events.map((event) => event.action)).toEqual([
       'user.deleted',
@@ -73,6 +74,76 @@ describe('GET /audit', () => {
     expect(JSON.stringify(body)).not.toMatch(/argon2|long password|long one/)
     const one = await t.get(`/audit/${events[1]?.id}`, { headers })
     expect(one.body).toEqual(events[1])
+  })
+
+  test("a group's life: created, renamed, members in and out (each once), deleted", async () => {
+    await using t = await makeTestApp()
+    const key = await apiKey(t)
+    const headers = { 'x-api-key': key }
+    const ann = (await t.post('/users', { name: 'Ann', email: 'ann@example.com' }, { headers }))
+      .body.id as number
+    const group = (await t.post('/groups', { name: 'Ops', description: null }, { headers })).body
+      .id as number
+    await t.call('PATCH', `/groups/${group}`, { json: { name: 'Ops team' }, headers })
+    await t.call('PATCH', `/groups/${group}`, { json: { name: 'Ops team' }, headers })
+    await t.call('PUT', `/groups/${group}/members/${ann}`, { headers })
+    await t.call('PUT', `/groups/${group}/members/${ann}`, { headers })
+    await t.call('DELETE', `/groups/${group}/members/${ann}`, { headers })
+    await t.call('PUT', `/groups/${group}/members/${ann}`, { headers })
+    await t.call('DELETE', `/groups/${group}`, { headers })
+    const { body } = await auditOf(t, key, '?target_type=group')
+    expect(
+      (body.data as Event[]).map((event) => [event.action, event.target.id, event.changes]),
+    ).toEqual([
+      [
+        'group.deleted',
+        String(group),
+        {
+          name: { before: 'Ops team', after: null },
+          members: { before: [ann], after: null },
+        },
+      ],
+      ['group.member_added', String(group), { member: { before: null, after: ann } }],
+      ['group.member_removed', String(group), { member: { before: ann, after: null } }],
+      ['group.member_added', String(group), { member: { before: null, after: ann } }],
+      ['group.updated', String(group), { name: { before: 'Ops', after: 'Ops team' } }],
+      ['group.created', String(group), { name: { before: null, after: 'Ops' } }],
+    ])
+  })
+
+  test('keys: made with their scopes, and a revocation names every key it took', async () => {
+    await using t = await makeTestApp()
+    const root = await apiKey(t)
+    const made = await t.post(
+      '/api-keys',
+      { name: 'minter', scopes: ['audit:read', 'keys:write'] },
+      { headers: { 'x-api-key': root } },
+    )
+    const child = await t.post(
+      '/api-keys',
+      { name: 'grandchild' },
+      {
+        headers: { 'x-api-key': made.body.key },
+      },
+    )
+    await t.call('DELETE', `/api-keys/${made.body.id}`, { headers: { 'x-api-key': root } })
+    const { body } = await auditOf(t, root, '?target_type=api_key')
+    expect(
+      (body.data as Event[]).map((event) => [event.action, event.target.id, event.actor.type]),
+    ).toEqual([
+      ['api_key.revoked', String(child.body.id), 'api_key'],
+      ['api_key.revoked', String(made.body.id), 'api_key'],
+      ['api_key.created', String(child.body.id), 'api_key'],
+      ['api_key.created', String(made.body.id), 'api_key'],
+      // The test's own key, made as the CLI makes one (no request).
+      ['api_key.created', '1', 'system'],
+    ])
+    expect((body.data as Event[])[3]?.changes).toEqual({
+      name: { before: null, after: 'minter' },
+      scopes: { before: null, after: ['keys:write', 'audit:read'] },
+      parent_id: { before: null, after: 1 },
+    })
+    expect(JSON.stringify(body)).not.toContain(made.body.key)
   })
 
   test('newest first by cursor; filters combine, and every link repeats them', async () => {
@@ -152,13 +223,14 @@ describe('GET /audit', () => {
   test('only an admin or a key with audit:read reads it', async () => {
     await using t = await makeTestApp()
     expectEnvelope(await t.get('/audit'), 401, 'UNAUTHORIZED')
-    const usersOnly = (await t.deps.apiKeys.create({ name: 'u', scopes: ['users:write'] })).key
+    const usersOnly = (await t.deps.apiKeys.create({ name: 'u', scopes: ['users:write'] }, SYSTEM))
+      .key
     expectEnvelope(
       await t.get('/v2/audit', { headers: { 'x-api-key': usersOnly } }),
       403,
       'FORBIDDEN',
     )
-    const reader = (await t.deps.apiKeys.create({ name: 'r', scopes: ['audit:read'] })).key
+    const reader = (await t.deps.apiKeys.create({ name: 'r', scopes: ['audit:read'] }, SYSTEM)).key
     const reply = await t.get('/v1/audit', { headers: { 'x-api-key': reader } })
     expect({ status: reply.status, version: reply.headers.get('api-version') }).toEqual({
       status: 200,

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../../src/audit/events'
 import { expectEnvelope, makeTestApp } from '../../helpers/app'
 
 describe('/groups', () => {
@@ -142,7 +143,7 @@ describe('/groups', () => {
     await using t = await makeTestApp({ usersAccess: 'protected' })
     const key = (scopes: string[]) =>
       t.deps.apiKeys
-        .create({ name: 'k', scopes: scopes as never })
+        .create({ name: 'k', scopes: scopes as never }, SYSTEM)
         .then((made) => ({ 'x-api-key': made.key }))
     const writer = await key(['users:write'])
     const reader = await key(['users:read'])
