@@ -139,9 +139,9 @@ export async function makeDeps(
     registered: backend.uploadRecords.registered,
     clock,
   })
-  const uploads = createUploadService(backend.uploadRecords, files, config)
   const { inbox } = backend
   const transaction = withRules(backend.transaction, now)
+  const uploads = createUploadService(backend.uploadRecords, files, config, transaction, now)
   const users = createUserStore(backend.users, transaction)
   const credentials = createCredentialStore(backend.credentials, clock)
   const apiKeys = createApiKeyStore(backend.apiKeys, transaction, now)

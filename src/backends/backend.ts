@@ -8,7 +8,7 @@ import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/stor
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { MailOutbox, MailWrites } from '../mail/outbox'
 import type { PendingFiles } from '../uploads/files'
-import type { UploadRecords } from '../uploads/records'
+import type { UploadRecords, UploadRecordWrites } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
 import type { InboxOutcomes, WebhookInbox } from '../webhooks/inbox'
 
@@ -24,6 +24,7 @@ export interface UnitRows {
   accountTokens: AccountTokenWrites
   audit: AuditWriteRows
   apiKeys: ApiKeyWriteRows
+  uploads: UploadRecordWrites
 }
 
 /**

@@ -68,6 +68,35 @@ export interface UploadRecords {
   list(page: PageRequest): Promise<{ data: UploadRecord[]; total: number }>
 }
 
+/**
+ * The uploads' writes as a unit of work does them: the rows of an upload (its record is
+ * `recordOfNew`'s, nothing is read back) and their deletion.
+ */
+export interface UploadRecordWrites {
+  insert(upload: NewUpload, createdAt: string): Promise<void>
+  /** Deletes an upload's rows; the ids of its files, or null when there was no such upload. */
+  remove(id: string): Promise<string[] | null>
+}
+
+/** The record of an upload as `UploadRecordWrites.insert` stores it. */
+export function recordOfNew(upload: NewUpload, createdAt: string): UploadRecord {
+  return {
+    id: upload.id,
+    description: upload.description,
+    isPublic: upload.isPublic,
+    owner: upload.owner,
+    createdAt,
+    files: upload.files.map((file) => ({
+      id: file.fileId,
+      field: file.field,
+      filename: file.filename,
+      contentType: file.contentType,
+      size: file.size,
+      sha256: file.sha256,
+    })),
+  }
+}
+
 /** An uploads row as both databases store it (`public`: 0 or 1 in SQLite, a boolean in PostgreSQL). */
 export interface UploadRow {
   id: string

@@ -1,4 +1,7 @@
+import type { AuditSource, Changes } from '../audit/events'
+import type { AuditWrites } from '../audit/log'
 import { newId } from '../db/random-id'
+import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
 import { type ErrorDetail, validationFailed } from '../errors/errors'
 import type { ByteRange } from '../storage/file-store'
@@ -6,7 +9,14 @@ import { DECEPTIVE_MESSAGE, hasDeceptiveCharacter } from '../text'
 import { uploadFields } from './fields'
 import type { UploadFiles } from './files'
 import { cleanContentType, cleanFilename } from './names'
-import type { NewFile, Owner, UploadRecord, UploadRecords } from './records'
+import {
+  type NewFile,
+  type Owner,
+  recordOfNew,
+  type UploadRecord,
+  type UploadRecords,
+  type UploadRecordWrites,
+} from './records'
 
 export type { FileRecord, Owner, StoredFile, UploadRecord } from './records'
 
@@ -45,10 +55,15 @@ export type UploadService = ReturnType<typeof createUploadService>
  * that name it commit, so no row ever points at a missing file; one whose rows did not commit
  * is deleted at once, or by the sweep after a crash (uploads/files.ts).
  */
+const uploadTarget = (id: string) => ({ type: 'upload', id })
+
 export function createUploadService(
   records: UploadRecords,
   files: UploadFiles,
   limits: UploadLimits,
+  /** Registers and deletes rows with their audit events, in one unit of work each. */
+  transaction: Transaction<{ uploads: UploadRecordWrites; audit: AuditWrites }>,
+  now: () => Date,
 ) {
   /** Each file part into the store; a part with a bad name is read past and reported. */
   async function receiveParts(form: UploadForm, received: NewFile[]): Promise<ErrorDetail[]> {
@@ -80,7 +95,7 @@ export function createUploadService(
      * its rows registered. On any failure (a bad field, a limit, the store, the database, the
      * client gone) nothing of it is kept.
      */
-    async accept(form: UploadForm, owner: Owner): Promise<UploadRecord> {
+    async accept(form: UploadForm, owner: Owner, by: AuditSource): Promise<UploadRecord> {
       const received: NewFile[] = []
       try {
         const problems = await receiveParts(form, received)
@@ -90,7 +105,16 @@ export function createUploadService(
         }
         if (problems.length > 0) throw validationFailed(problems)
         const meta = uploadFields(form.fields)
-        const record = await records.insert({ id: newId('upl_'), ...meta, owner, files: received })
+        const upload = { id: newId('upl_'), ...meta, owner, files: received }
+        const record = recordOfNew(upload, now().toISOString())
+        await transaction(async (tx) => {
+          await tx.uploads.insert(upload, record.createdAt)
+          await tx.audit.record(by, {
+            action: 'upload.created',
+            target: uploadTarget(record.id),
+            changes: uploadChanges(record, 'after'),
+          })
+        })
         await files.committed(received.map((file) => file.fileId))
         return record
       } catch (error) {
@@ -110,8 +134,14 @@ export function createUploadService(
      * Deletes the upload's rows and, once that has committed, its files (a file left by a
      * failed delete or a crash in between is swept).
      */
-    async remove(id: string): Promise<boolean> {
-      const fileIds = await records.remove(id)
+    async remove(id: string, by: AuditSource): Promise<boolean> {
+      const fileIds = await transaction(async (tx) => {
+        const removed = await tx.uploads.remove(id)
+        if (removed !== null) {
+          await tx.audit.record(by, { action: 'upload.deleted', target: uploadTarget(id) })
+        }
+        return removed
+      })
       if (fileIds === null) return false
       await files.discard(fileIds)
       return true
@@ -121,6 +151,28 @@ export function createUploadService(
 }
 
 /** Why a file part cannot be kept: no name, a name given twice, a deceptive filename. */
+/** An upload in its created event: what it holds and who may read it (never its bytes). */
+function uploadChanges(record: UploadRecord, side: 'before' | 'after'): Changes {
+  const values = {
+    description: record.description,
+    public: record.isPublic,
+    files: record.files.map(({ id, field, filename, contentType, size, sha256 }) => ({
+      id,
+      field,
+      filename,
+      content_type: contentType,
+      size,
+      sha256,
+    })),
+  }
+  const changes: Changes = {}
+  for (const [field, value] of Object.entries(values)) {
+    changes[field] =
+      side === 'after' ? { before: null, after: value } : { before: value, after: null }
+  }
+  return changes
+}
+
 function partProblem(part: UploadPart, seen: ReadonlySet<string>): ErrorDetail | null {
   const { field, filename } = part
   // A part whose Content-Disposition has no usable name (busboy gives undefined or "").

@@ -49,6 +49,7 @@ export async function openPostgresBackend(
     const mail = createPgMailOutbox(pool, now)
     const audit = createPgAuditRows(pool)
     const apiKeys = createPgApiKeyRows(pool)
+    const uploadRecords = createPgUploadRecords(pool, now)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -64,13 +65,13 @@ export async function openPostgresBackend(
             accountTokens: createPgAccountTokens(tx),
             audit: audit.inUnit(tx),
             apiKeys: apiKeys.inUnit(tx),
+            uploads: uploadRecords.inUnit(tx),
           }),
         )
         .finally(() => {
           inUse -= 1
         })
     }
-    const uploadRecords = createPgUploadRecords(pool, now)
     return {
       description: `PostgreSQL ${version} at ${redactUrl(config.databaseUrl)}`,
       migrated,

@@ -6,6 +6,7 @@ import {
   storedFileOfRow,
   type UploadRecord,
   type UploadRecords,
+  type UploadRecordWrites,
   type UploadRow,
   uploadOfRow,
 } from '../../uploads/records'
@@ -14,7 +15,10 @@ import { countOf, pageOf, type WithTotal } from './page'
 const FILE_COLUMNS = 'id, upload_id, field, filename, content_type, size::float8 AS size, sha256'
 
 /** Upload and file rows in PostgreSQL (see UploadRecords). */
-export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords {
+export function createPgUploadRecords(
+  pool: SQL,
+  now: () => Date,
+): UploadRecords & { inUnit(tx: SQL): UploadRecordWrites } {
   const filesOf = async (q: SQL, uploadIds: string[]): Promise<Map<string, FileRow[]>> => {
     const rows =
       uploadIds.length === 0
@@ -38,20 +42,32 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
     return uploadOfRow(row, (await filesOf(q, [id])).get(id) ?? [])
   }
 
-  return {
-    async insert(upload: NewUpload): Promise<UploadRecord> {
-      const createdAt = now().toISOString()
-      return await pool.begin(async (tx) => {
+  /** The writes inside a transaction (a unit of work's, or one of their own). */
+  const writesIn = (tx: SQL): UploadRecordWrites => ({
+    async insert(upload, createdAt) {
+      await tx`
+        INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at)
+        VALUES (${upload.id}, ${upload.description}, ${upload.isPublic}, ${upload.owner.userId},
+                ${upload.owner.keyId}, ${createdAt})`
+      for (const [position, file] of upload.files.entries()) {
         await tx`
-          INSERT INTO uploads (id, description, public, owner_user_id, owner_key_id, created_at)
-          VALUES (${upload.id}, ${upload.description}, ${upload.isPublic}, ${upload.owner.userId},
-                  ${upload.owner.keyId}, ${createdAt})`
-        for (const [position, file] of upload.files.entries()) {
-          await tx`
-            INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position)
-            VALUES (${file.fileId}, ${upload.id}, ${file.field}, ${file.filename},
-                    ${file.contentType}, ${file.size}, ${file.sha256}, ${position})`
-        }
+          INSERT INTO files (id, upload_id, field, filename, content_type, size, sha256, position)
+          VALUES (${file.fileId}, ${upload.id}, ${file.field}, ${file.filename},
+                  ${file.contentType}, ${file.size}, ${file.sha256}, ${position})`
+      }
+    },
+    async remove(id) {
+      const files = await tx<{ id: string }[]>`SELECT id FROM files WHERE upload_id = ${id}`
+      const deleted = await tx`DELETE FROM uploads WHERE id = ${id} RETURNING 1`
+      return deleted.length > 0 ? files.map((file) => file.id) : null
+    },
+  })
+
+  return {
+    inUnit: writesIn,
+    async insert(upload: NewUpload): Promise<UploadRecord> {
+      return await pool.begin(async (tx) => {
+        await writesIn(tx).insert(upload, now().toISOString())
         return (await readUpload(tx, upload.id)) as UploadRecord
       })
     },
@@ -69,13 +85,7 @@ export function createPgUploadRecords(pool: SQL, now: () => Date): UploadRecords
       return storedFileOfRow(row)
     },
 
-    async remove(id: string): Promise<string[] | null> {
-      return await pool.begin(async (tx) => {
-        const files = await tx<{ id: string }[]>`SELECT id FROM files WHERE upload_id = ${id}`
-        const deleted = await tx`DELETE FROM uploads WHERE id = ${id} RETURNING 1`
-        return deleted.length > 0 ? files.map((file) => file.id) : null
-      })
-    },
+    remove: (id) => pool.begin((tx) => writesIn(tx).remove(id)),
 
     count: () => countOf(pool`SELECT count(*)::int AS n FROM uploads`),
 

@@ -88,6 +88,7 @@ export function openSqliteBackend(
     accountTokens: createSqliteAccountTokens(store),
     audit: audit.inUnit,
     apiKeys: apiKeys.inUnit,
+    uploads: uploadRecords.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {

@@ -5,6 +5,7 @@ import {
   storedFileOfRow,
   type UploadRecord,
   type UploadRecords,
+  type UploadRecordWrites,
   type UploadRow,
   uploadOfRow,
 } from '../../uploads/records'
@@ -12,7 +13,10 @@ import type { Store } from './connection'
 import { settle } from './settle'
 
 /** Upload and file rows in SQLite (see UploadRecords). */
-export function createSqliteUploadRecords(store: Store, now: () => Date): UploadRecords {
+export function createSqliteUploadRecords(
+  store: Store,
+  now: () => Date,
+): UploadRecords & { readonly inUnit: UploadRecordWrites } {
   const sqlite = store.db.$client
   const { reader, writes } = store
   const insertUpload = sqlite.query(
@@ -49,31 +53,43 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Upload
     return row === null ? null : uploadOfRow(row, filesOf.all(id))
   }
 
-  return {
-    async insert(upload: NewUpload): Promise<UploadRecord> {
-      const createdAt = now().toISOString()
-      await writes.run(() => {
-        insertUpload.run(
+  /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
+  const inWrite = {
+    insert(upload: NewUpload, createdAt: string): void {
+      insertUpload.run(
+        upload.id,
+        upload.description,
+        upload.isPublic ? 1 : 0,
+        upload.owner.userId,
+        upload.owner.keyId,
+        createdAt,
+      )
+      upload.files.forEach((file, position) => {
+        insertFile.run(
+          file.fileId,
           upload.id,
-          upload.description,
-          upload.isPublic ? 1 : 0,
-          upload.owner.userId,
-          upload.owner.keyId,
-          createdAt,
+          file.field,
+          file.filename,
+          file.contentType,
+          file.size,
+          file.sha256,
+          position,
         )
-        upload.files.forEach((file, position) => {
-          insertFile.run(
-            file.fileId,
-            upload.id,
-            file.field,
-            file.filename,
-            file.contentType,
-            file.size,
-            file.sha256,
-            position,
-          )
-        })
       })
+    },
+    remove(id: string): string[] | null {
+      const ids = fileIdsOf.all(id).map((row) => row.id)
+      return deleteUpload.run(id).changes > 0 ? ids : null
+    },
+  }
+
+  return {
+    inUnit: {
+      insert: (upload, createdAt) => settle(() => inWrite.insert(upload, createdAt)),
+      remove: (id) => settle(() => inWrite.remove(id)),
+    },
+    async insert(upload: NewUpload): Promise<UploadRecord> {
+      await writes.run(() => inWrite.insert(upload, now().toISOString()))
       return readUpload(upload.id) as UploadRecord
     },
 
@@ -86,11 +102,7 @@ export function createSqliteUploadRecords(store: Store, now: () => Date): Upload
         return storedFileOfRow(row)
       }),
 
-    remove: (id) =>
-      writes.run(() => {
-        const ids = fileIdsOf.all(id).map((row) => row.id)
-        return deleteUpload.run(id).changes > 0 ? ids : null
-      }),
+    remove: (id) => writes.run(() => inWrite.remove(id)),
 
     count: () => settle(() => total.get()?.n ?? 0),
     list: (page) => settle(() => readPage(page)),

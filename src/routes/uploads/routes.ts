@@ -9,7 +9,7 @@ import { MAX_DESCRIPTION } from '../../uploads/fields'
 import { cleanContentType } from '../../uploads/names'
 import type { FileRecord, UploadRecord, UploadService } from '../../uploads/service'
 import type { AuthPlugin } from '../auth/plugin'
-import { principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf } from '../auth/principal'
 import { guardOf } from '../authorisation'
 import { fileResponse } from './download'
 import { multipartForm, type RequestForm, uploadFailure } from './multipart'
@@ -54,7 +54,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         const form = await formOf(request)
         let upload: UploadRecord
         try {
-          upload = await uploads.accept(form, ownerOf(principalOf(set)))
+          upload = await uploads.accept(form, ownerOf(principalOf(set)), auditSourceOf(set))
         } catch (error) {
           form.close()
           throw uploadFailure(form, error)
@@ -158,7 +158,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         const upload = ID_FORMAT.test(params.id) ? await uploads.get(params.id) : null
         if (upload === null) throw notFound('No upload with this id')
         requireDeleter(upload, principalOf(set))
-        await uploads.remove(upload.id)
+        await uploads.remove(upload.id, auditSourceOf(set))
         return { id: upload.id, deleted: true as const }
       },
       {

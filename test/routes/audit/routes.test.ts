@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../../src/audit/events'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey } from '../../helpers/auth'
+import { multipartBody, multipartType } from '../../helpers/multipart'
 
 interface Event {
   id: string
@@ -144,6 +145,50 @@ describe('GET /audit', () => {
       parent_id: { before: null, after: 1 },
     })
     expect(JSON.stringify(body)).not.toContain(made.body.key)
+  })
+
+  test('uploads: what an upload holds when made, and its deletion; a refused upload leaves no event', async () => {
+    await using t = await makeTestApp()
+    const key = await apiKey(t)
+    const headers = { 'x-api-key': key }
+    const parts = [
+      { name: 'description', data: 'minutes' },
+      { name: 'file', filename: 'notes.txt', contentType: 'text/plain', data: 'hello' },
+    ]
+    const made = await t.call('POST', '/upload', {
+      body: multipartBody(parts),
+      headers: { 'content-type': multipartType(), ...headers },
+    })
+    expect(made.status).toBe(201)
+    const refused = await t.call('POST', '/upload', {
+      body: multipartBody([{ name: 'description', data: 'no file' }]),
+      headers: { 'content-type': multipartType(), ...headers },
+    })
+    expect(refused.status).toBe(422)
+    await t.call('DELETE', `/uploads/${made.body.id}`, { headers })
+    const { body } = await auditOf(t, key, '?target_type=upload')
+    const events = body.data as Event[]
+    expect(events.map((event) => [event.action, event.target.id])).toEqual([
+      ['upload.deleted', made.body.id],
+      ['upload.created', made.body.id],
+    ])
+    expect(events[1]?.changes).toEqual({
+      description: { before: null, after: 'minutes' },
+      public: { before: null, after: false },
+      files: {
+        before: null,
+        after: [
+          {
+            id: made.body.files[0].id,
+            field: 'file',
+            filename: 'notes.txt',
+            content_type: 'text/plain',
+            size: 5,
+            sha256: made.body.files[0].sha256,
+          },
+        ],
+      },
+    })
   })
 
   test('newest first by cursor; filters combine, and every link repeats them', async () => {
