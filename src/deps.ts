@@ -141,9 +141,10 @@ export async function makeDeps(
   })
   const { inbox } = backend
   const transaction = withRules(backend.transaction, now)
+  const audit = createAuditLog(backend.audit, now)
   const uploads = createUploadService(backend.uploadRecords, files, config, transaction, now)
   const users = createUserStore(backend.users, transaction)
-  const credentials = createCredentialStore(backend.credentials, clock)
+  const credentials = createCredentialStore(backend.credentials, transaction, clock)
   const apiKeys = createApiKeyStore(backend.apiKeys, transaction, now)
   const groups = createGroupStore(backend.groups, transaction)
   const timers = options.timers ?? { ...systemTimers, now: clock }
@@ -159,6 +160,8 @@ export async function makeDeps(
     users,
     basicCache: new BasicCache(clock),
     limiter: new LoginLimiter(backend.loginFailures, clock),
+    audit,
+    now: clock,
   })
   const deps: Deps = {
     config,
@@ -182,7 +185,7 @@ export async function makeDeps(
     webhooks: { inbox, worker },
     mail,
     metrics,
-    audit: createAuditLog(backend.audit, now),
+    audit,
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),

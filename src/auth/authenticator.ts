@@ -1,3 +1,4 @@
+import type { AuditWrites } from '../audit/log'
 import type { Config } from '../config'
 import { AppError, badRequest } from '../errors/errors'
 import type { Role } from './access'
@@ -27,6 +28,12 @@ export interface UserLookup {
    * `expected` (a compare-and-set): not a password change (no version, no revocation).
    */
   replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
+}
+
+/** Where a password came from: the client's address (the limiter's key) and its request. */
+export interface Origin {
+  ip: string
+  requestId: string | null
 }
 
 export interface Presented {
@@ -77,12 +84,16 @@ export function createAuthenticator(deps: {
   users: UserLookup
   basicCache: BasicCache
   limiter: LoginLimiter
+  /** Failed sign-ins and lockouts are audit events (written alone: they change no record). */
+  audit: AuditWrites
+  now: () => number
 }) {
+  const lockouts = new RecentLockouts()
   /** Basic: from the cache (one read: is the password still the one verified?) or argon2. */
   async function basic(
     header: string,
     schemes: readonly Scheme[],
-    ipOf: () => string,
+    originOf: () => Origin,
   ): Promise<Principal> {
     const credentials = parseBasic(header)
     if (credentials === null) throw unauthorized(schemes, 'Malformed Basic credentials')
@@ -95,15 +106,15 @@ export function createAuthenticator(deps: {
       }
       return { kind: 'user', userId: cached.id, role: cached.role, scheme: 'basic', user: cached }
     }
-    return verifyBasic(credentials, schemes, ipOf)
+    return verifyBasic(credentials, schemes, originOf)
   }
 
   async function verifyBasic(
     credentials: BasicCredentials,
     schemes: readonly Scheme[],
-    ipOf: () => string,
+    originOf: () => Origin,
   ): Promise<Principal> {
-    const user = await signIn(credentials.email.toLowerCase(), credentials.password, ipOf())
+    const user = await signIn(credentials.email.toLowerCase(), credentials.password, originOf())
     if (user === null) throw unauthorized(schemes, 'Invalid email or password')
     deps.basicCache.remember(credentials, user.id, user.passwordHash)
     return { kind: 'user', userId: user.id, role: user.role, scheme: 'basic' }
@@ -118,17 +129,21 @@ export function createAuthenticator(deps: {
   async function signIn(
     address: string,
     password: string,
-    ip: string,
+    origin: Origin,
   ): Promise<{ id: number; passwordHash: string; role: Role } | null> {
-    return await limited(address, ip, async () => {
-      const user = await deps.users.byEmail(address)
-      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
-      if (user === null || user.passwordHash === null || !ok) return null
-      // Only after the right password: the refusal tells nothing to one who does not know it.
-      if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
-      if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
-      return { id: user.id, passwordHash: user.passwordHash, role: user.role }
-    })
+    return await limited<{ id: number; passwordHash: string; role: Role }>(
+      address,
+      origin,
+      async () => {
+        const user = await deps.users.byEmail(address)
+        const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
+        if (user === null || user.passwordHash === null || !ok) return { failed: user?.id ?? null }
+        // Only after the right password: the refusal tells nothing to one who does not know it.
+        if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
+        if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
+        return { id: user.id, passwordHash: user.passwordHash, role: user.role }
+      },
+    )
   }
 
   /**
@@ -143,22 +158,47 @@ export function createAuthenticator(deps: {
 
   /**
    * One password check under the login limiter: let through or 429, then settled as a failure
-   * (null) or a success. Every check of a password a caller types goes through here.
+   * or a success. Every check of a password a caller types goes through here, and each failure
+   * and each lockout (once per lock) is an audit event.
    */
-  async function limited<T>(
+  async function limited<T extends object>(
     address: string,
-    ip: string,
-    check: () => Promise<T | null>,
+    origin: Origin,
+    check: () => Promise<T | { failed: number | null }>,
   ): Promise<T | null> {
-    const attempt = await deps.limiter.attempt(address, ip)
-    if ('retryAfter' in attempt) throw tooManyAttempts(attempt.retryAfter)
+    const attempt = await deps.limiter.attempt(address, origin.ip)
+    if ('retryAfter' in attempt) {
+      if (lockouts.first(address, deps.now(), attempt.retryAfter)) {
+        await recordLogin('login.locked', address, null, origin)
+      }
+      throw tooManyAttempts(attempt.retryAfter)
+    }
     try {
       const outcome = await check()
-      await (outcome === null ? attempt.failed() : attempt.succeeded())
+      if ('failed' in outcome) {
+        await attempt.failed()
+        await recordLogin('login.failed', address, outcome.failed, origin)
+        return null
+      }
+      await attempt.succeeded()
       return outcome
     } finally {
       attempt.abandoned()
     }
+  }
+
+  /** A failed or refused sign-in for `address`: the account's id as the actor, when there is one. */
+  async function recordLogin(
+    action: 'login.failed' | 'login.locked',
+    address: string,
+    userId: number | null,
+    origin: Origin,
+  ): Promise<void> {
+    const actor = { type: 'user' as const, id: userId === null ? null : String(userId) }
+    await deps.audit.record(
+      { actor, requestId: origin.requestId, ip: origin.ip },
+      { action, target: { type: 'login', id: address } },
+    )
   }
 
   async function bearer(header: string, schemes: readonly Scheme[]): Promise<Principal> {
@@ -189,13 +229,13 @@ export function createAuthenticator(deps: {
     async confirmPassword(
       account: { email: string; passwordHash: string },
       password: string,
-      ip: string,
+      origin: Origin,
     ): Promise<boolean> {
       const address = account.email.toLowerCase()
-      const ok = await limited(address, ip, async () =>
-        (await verifyPassword(password, account.passwordHash)) ? true : null,
+      const ok = await limited(address, origin, async () =>
+        (await verifyPassword(password, account.passwordHash)) ? { ok: true } : { failed: null },
       )
-      return ok === true
+      return ok !== null
     },
     /**
      * Who presented what: null when nothing this route takes was presented. Throws (rejects)
@@ -204,14 +244,14 @@ export function createAuthenticator(deps: {
     async authenticate(
       presented: Presented,
       schemes: readonly Scheme[],
-      /** The client's IP, asked for only when a password is checked (for the limiter). */
-      ipOf: () => string,
+      /** The client's IP and request, asked for only when a password is checked (the limiter). */
+      originOf: () => Origin,
     ): Promise<Authenticated> {
       const { authorization } = presented
       if (authorization !== null) {
         const scheme = authorization.trim().split(' ', 1)[0]?.toLowerCase()
         if (scheme === 'basic' && schemes.includes('basic')) {
-          return { principal: await basic(authorization, schemes, ipOf) }
+          return { principal: await basic(authorization, schemes, originOf) }
         }
         // An API key may come as a bearer token (Prometheus sends its credentials so).
         const bearerKey = scheme === 'bearer' ? bearerApiKey(authorization) : null
@@ -284,4 +324,28 @@ function emailNotVerified(): AppError {
     'EMAIL_NOT_VERIFIED',
     'Verify the account’s email address first: POST /auth/verify-email/request sends the link',
   )
+}
+
+/** How many addresses' lockouts are remembered; beyond that the oldest are forgotten. */
+const MAX_LOCKOUTS = 10_000
+
+/**
+ * The addresses locked out lately (per process), so that a lockout is one audit event, not one
+ * per refused attempt: a flood of guesses against a locked account writes nothing more.
+ */
+class RecentLockouts {
+  private readonly until = new Map<string, number>()
+
+  /** True the first time `address` is refused in a lock lasting `retryAfterS` from `now`. */
+  first(address: string, now: number, retryAfterS: number): boolean {
+    const ends = this.until.get(address)
+    if (ends !== undefined && ends > now) return false
+    this.until.delete(address)
+    if (this.until.size >= MAX_LOCKOUTS) {
+      const oldest = this.until.keys().next().value
+      if (oldest !== undefined) this.until.delete(oldest)
+    }
+    this.until.set(address, now + retryAfterS * 1000)
+    return true
+  }
 }

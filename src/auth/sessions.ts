@@ -1,3 +1,6 @@
+import type { AuditSource } from '../audit/events'
+import type { AuditWrites } from '../audit/log'
+import type { Transaction } from '../db/unit'
 import type { Role } from './access'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
 
@@ -44,14 +47,18 @@ export interface SessionState {
  * database, so a revocation on one instance is refused on every other at once.
  */
 export interface CredentialStore {
-  /** A new session and a new access token for a user who just proved who they are. */
-  issue(userId: number): Promise<IssuedLogin>
+  /**
+   * A new session and a new access token for a user who just proved who they are, and the
+   * sign-in's audit event (the user as its actor, `by`'s request), in one unit of work.
+   */
+  issue(userId: number, by: AuditSource, method: SignInMethod): Promise<IssuedLogin>
   /** The session's user, extending it when it was last extended over an hour ago; null if not valid. */
   useSession(token: string): Promise<SessionState | null>
   /** The access token's user; null if unknown, expired or revoked. */
   useAccessToken(token: string): Promise<SignedInUser | null>
-  revokeSession(token: string): Promise<void>
-  revokeAccessToken(token: string): Promise<void>
+  /** Ends a session (logout), with its audit event when there was one to end. */
+  revokeSession(token: string, by: AuditSource): Promise<void>
+  revokeAccessToken(token: string, by: AuditSource): Promise<void>
   /** Deletes expired sessions and tokens (safe to run on every instance at once). */
   purgeExpired(): Promise<void>
 }
@@ -78,28 +85,73 @@ export interface CredentialRows {
   findAccessToken(id: string): Promise<FoundCredential | null>
   /** Moves a session's expiry to `expiresAt`, never back; false when the session is gone. */
   extendSession(id: string, expiresAt: number): Promise<boolean>
-  deleteSession(id: string): Promise<void>
-  deleteAccessToken(id: string): Promise<void>
+  /** True when there was such a session. */
+  deleteSession(id: string): Promise<boolean>
+  deleteAccessToken(id: string): Promise<boolean>
   /** Every session and token that expired at `at` or before (one statement per table). */
   deleteExpired(at: number): Promise<void>
 }
 
-/** A credential change inside a unit of work: everything of one user ends with it. */
-export interface CredentialWrites {
+/** Credential writes inside a unit of work: a sign-in, a logout, everything of one user ending. */
+export interface CredentialWrites
+  extends Pick<CredentialRows, 'insertLogin' | 'deleteSession' | 'deleteAccessToken'> {
   revokeAllForUser(userId: number): Promise<void>
 }
 
+/** How a user proved who it is, as its sign-in event says. */
+export type SignInMethod = 'password' | 'magic_link'
+
+/**
+ * A session or token in the audit log: the start of its stored id (the SHA-256 of its secret),
+ * enough to match a sign-in with its logout, useless for signing in.
+ */
+const credentialTarget = (type: 'session' | 'access_token', storedId: string) => ({
+  type,
+  id: storedId.slice(0, 16),
+})
+
 /** The rules of sessions and access tokens, over a database's rows. */
-export function createCredentialStore(rows: CredentialRows, now: () => number): CredentialStore {
+export function createCredentialStore(
+  rows: CredentialRows,
+  transaction: Transaction<{ credentials: CredentialWrites; audit: AuditWrites }>,
+  now: () => number,
+): CredentialStore {
+  const revoke = (type: 'session' | 'access_token', token: string, by: AuditSource) =>
+    transaction(async (tx) => {
+      const id = sha256Hex(token)
+      const deleted =
+        type === 'session'
+          ? await tx.credentials.deleteSession(id)
+          : await tx.credentials.deleteAccessToken(id)
+      if (deleted) {
+        await tx.audit.record(by, { action: `${type}.revoked`, target: credentialTarget(type, id) })
+      }
+    })
   return {
-    async issue(userId) {
+    async issue(userId, by, method) {
       const sessionToken = newSecret(SESSION_PREFIX)
       const accessToken = newSecret(ACCESS_TOKEN_PREFIX)
       const at = now()
-      await rows.insertLogin(
-        { id: sha256Hex(sessionToken), userId, createdAt: at, expiresAt: at + SESSION_TTL_MS },
-        { id: sha256Hex(accessToken), userId, createdAt: at, expiresAt: at + ACCESS_TOKEN_TTL_MS },
-      )
+      const session = sha256Hex(sessionToken)
+      await transaction(async (tx) => {
+        await tx.credentials.insertLogin(
+          { id: session, userId, createdAt: at, expiresAt: at + SESSION_TTL_MS },
+          {
+            id: sha256Hex(accessToken),
+            userId,
+            createdAt: at,
+            expiresAt: at + ACCESS_TOKEN_TTL_MS,
+          },
+        )
+        await tx.audit.record(
+          { ...by, actor: { type: 'user', id: String(userId) } },
+          {
+            action: 'session.created',
+            target: credentialTarget('session', session),
+            changes: { method: { before: null, after: method } },
+          },
+        )
+      })
       return { sessionToken, accessToken }
     },
 
@@ -130,8 +182,8 @@ export function createCredentialStore(rows: CredentialRows, now: () => number): 
       return row !== null && row.expires_at > now() ? withoutExpiry(row) : null
     },
 
-    revokeSession: (token) => rows.deleteSession(sha256Hex(token)),
-    revokeAccessToken: (token) => rows.deleteAccessToken(sha256Hex(token)),
+    revokeSession: (token, by) => revoke('session', token, by),
+    revokeAccessToken: (token, by) => revoke('access_token', token, by),
     purgeExpired: () => rows.deleteExpired(now()),
   }
 }

@@ -1,4 +1,4 @@
-import { unauthorized } from '../auth/authenticator'
+import { type Origin, unauthorized } from '../auth/authenticator'
 import { ANY_SCHEME, holds, isUser, type Principal } from '../auth/principal'
 import { fieldDetail } from '../errors/details'
 import { AppError, notFound } from '../errors/errors'
@@ -19,7 +19,7 @@ export interface CredentialChangeDeps {
   confirmPassword(
     account: { email: string; passwordHash: string },
     password: string,
-    ip: string,
+    origin: Origin,
   ): Promise<boolean>
 }
 
@@ -35,7 +35,7 @@ export async function authorizeCredentialChange(
   principal: Principal | null,
   targetId: number,
   change: CredentialChange,
-  ipOf: () => string,
+  originOf: () => Origin,
   deps: CredentialChangeDeps,
 ): Promise<Pick<WriteGuard, 'refuseIfCanSignIn'>> {
   if (change.password === undefined && change.email === undefined) return {}
@@ -51,7 +51,7 @@ export async function authorizeCredentialChange(
     await requireCurrentPassword(
       { email: target.user.email, passwordHash },
       change.currentPassword,
-      ipOf,
+      originOf,
       deps,
     )
     return {}
@@ -64,7 +64,7 @@ export async function authorizeCredentialChange(
 async function requireCurrentPassword(
   account: { email: string; passwordHash: string },
   given: string | undefined,
-  ipOf: () => string,
+  originOf: () => Origin,
   deps: CredentialChangeDeps,
 ): Promise<void> {
   if (given === undefined || given === '') {
@@ -72,7 +72,7 @@ async function requireCurrentPassword(
       'is required, with the account’s own credential, to change its password or email',
     )
   }
-  if (!(await deps.confirmPassword(account, given, ipOf()))) {
+  if (!(await deps.confirmPassword(account, given, originOf()))) {
     throw reauthenticationRequired('does not match the account’s current password', given)
   }
 }

@@ -33,7 +33,7 @@ const rowCount = async (env: Awaited<ReturnType<typeof withUser>>, table: string
 describe('credential store contract (two instances where the backend is shared)', () => {
   test('a login issued on one instance is good on the other, and names its user', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     expect(issued.sessionToken).toMatch(/^rs_[A-Za-z0-9_-]{43}$/)
     expect(issued.accessToken).toMatch(/^rt_[A-Za-z0-9_-]{43}$/)
     const session = await env.b.credentials.useSession(issued.sessionToken)
@@ -46,7 +46,7 @@ describe('credential store contract (two instances where the backend is shared)'
 
   test('unknown, malformed and other-kind secrets are refused without touching anything', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     for (const token of [
       '',
       'rs_short',
@@ -62,16 +62,16 @@ describe('credential store contract (two instances where the backend is shared)'
 
   test('a revocation on one instance is refused on the other at once', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
-    await env.a.credentials.revokeSession(issued.sessionToken)
-    await env.a.credentials.revokeAccessToken(issued.accessToken)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
+    await env.a.credentials.revokeSession(issued.sessionToken, SYSTEM)
+    await env.a.credentials.revokeAccessToken(issued.accessToken, SYSTEM)
     expect(await env.b.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.b.credentials.useAccessToken(issued.accessToken)).toBeNull()
   })
 
   test('expiry: an access token lasts an hour, an unused session seven days', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     env.clock.advance(ACCESS_TOKEN_TTL_MS - 1)
     expect(await env.b.credentials.useAccessToken(issued.accessToken)).not.toBeNull()
     env.clock.advance(1)
@@ -83,7 +83,7 @@ describe('credential store contract (two instances where the backend is shared)'
 
   test('renewal: a use over an hour after the last extension moves the expiry; one sooner does not', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     env.clock.advance(SESSION_RENEW_INTERVAL_MS)
     expect((await env.b.credentials.useSession(issued.sessionToken))?.renewed).toBe(false)
     env.clock.advance(1)
@@ -95,7 +95,7 @@ describe('credential store contract (two instances where the backend is shared)'
 
   test('two instances renewing one session at once: both answer it valid, the expiry never moves back', async () => {
     await using env = await withUser()
-    const issued = await env.a.credentials.issue(env.user.id)
+    const issued = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     for (let round = 1; round <= 5; round++) {
       env.clock.advance(SESSION_RENEW_INTERVAL_MS + 1)
       const uses = await Promise.all([
@@ -110,9 +110,9 @@ describe('credential store contract (two instances where the backend is shared)'
 
   test('purgeExpired deletes what expired and keeps the rest, on every instance at once', async () => {
     await using env = await withUser()
-    const old = await env.a.credentials.issue(env.user.id)
+    const old = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     env.clock.advance(ACCESS_TOKEN_TTL_MS)
-    const fresh = await env.a.credentials.issue(env.user.id)
+    const fresh = await env.a.credentials.issue(env.user.id, SYSTEM, 'password')
     await Promise.all([env.a.credentials.purgeExpired(), env.b.credentials.purgeExpired()])
     expect(await rowCount(env, 'access_tokens')).toBe(1)
     expect(await rowCount(env, 'sessions')).toBe(2)

@@ -116,7 +116,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       },
       SYSTEM,
     )
-    const issued = await env.a.credentials.issue(user.id)
+    const issued = await env.a.credentials.issue(user.id, SYSTEM, 'password')
     await env.b.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
@@ -132,7 +132,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       },
       SYSTEM,
     )
-    const first = await env.a.credentials.issue(user.id)
+    const first = await env.a.credentials.issue(user.id, SYSTEM, 'password')
     await env.b.users.update(user.id, { role: 'member' }, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(first.sessionToken)).not.toBeNull()
     const promoted = await env.b.users.update(
@@ -144,7 +144,7 @@ describe('users store contract (two instances where the backend is shared)', () 
     expect(promoted.role).toBe('admin')
     expect(await env.a.credentials.useSession(first.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(first.accessToken)).toBeNull()
-    const second = await env.a.credentials.issue(user.id)
+    const second = await env.a.credentials.issue(user.id, SYSTEM, 'password')
     expect((await env.a.credentials.useSession(second.sessionToken))?.user.role).toBe('admin')
   })
 
@@ -206,7 +206,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       },
       SYSTEM,
     )
-    const issued = await env.a.credentials.issue(user.id)
+    const issued = await env.a.credentials.issue(user.id, SYSTEM, 'password')
     await env.b.users.update(user.id, { name: 'Albert' }, { versions: null }, SYSTEM)
     expect((await env.a.credentials.useSession(issued.sessionToken))?.user.name).toBe('Albert')
     await env.b.users.remove(user.id, { versions: null }, SYSTEM)
@@ -224,7 +224,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       },
       SYSTEM,
     )
-    const issued = await env.a.credentials.issue(user.id)
+    const issued = await env.a.credentials.issue(user.id, SYSTEM, 'password')
     await expect(
       env.b.transaction(async (tx) => {
         await tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM)

@@ -1,5 +1,10 @@
 import type { SQL } from 'bun'
-import type { CredentialRows, CredentialWrites, FoundCredential } from '../../auth/sessions'
+import type {
+  CredentialRow,
+  CredentialRows,
+  CredentialWrites,
+  FoundCredential,
+} from '../../auth/sessions'
 import { type Stored, withIsoTimestamps } from './timestamps'
 
 /**
@@ -23,20 +28,28 @@ export function createPgCredentialRows(pool: SQL): CredentialRows & {
     return row === undefined ? null : withIsoTimestamps<FoundCredential>(row)
   }
 
+  const insertLogin = async (tx: SQL, session: CredentialRow, token: CredentialRow) => {
+    await tx`INSERT INTO sessions (id, user_id, created_at, expires_at)
+             VALUES (${session.id}, ${session.userId}, ${session.createdAt}, ${session.expiresAt})`
+    await tx`INSERT INTO access_tokens (id, user_id, created_at, expires_at)
+             VALUES (${token.id}, ${token.userId}, ${token.createdAt}, ${token.expiresAt})`
+  }
+  const deleteSession = async (q: SQL, id: string) =>
+    (await q`DELETE FROM sessions WHERE id = ${id}`).count > 0
+  const deleteAccessToken = async (q: SQL, id: string) =>
+    (await q`DELETE FROM access_tokens WHERE id = ${id}`).count > 0
   return {
     inUnit: (tx) => ({
       async revokeAllForUser(userId) {
         await tx`DELETE FROM sessions WHERE user_id = ${userId}`
         await tx`DELETE FROM access_tokens WHERE user_id = ${userId}`
       },
+      insertLogin: (session, token) => insertLogin(tx, session, token),
+      deleteSession: (id) => deleteSession(tx, id),
+      deleteAccessToken: (id) => deleteAccessToken(tx, id),
     }),
     async insertLogin(session, token) {
-      await pool.begin(async (tx) => {
-        await tx`INSERT INTO sessions (id, user_id, created_at, expires_at)
-                 VALUES (${session.id}, ${session.userId}, ${session.createdAt}, ${session.expiresAt})`
-        await tx`INSERT INTO access_tokens (id, user_id, created_at, expires_at)
-                 VALUES (${token.id}, ${token.userId}, ${token.createdAt}, ${token.expiresAt})`
-      })
+      await pool.begin((tx) => insertLogin(tx, session, token))
     },
     findSession: (id) => find('sessions', id),
     findAccessToken: (id) => find('access_tokens', id),
@@ -46,12 +59,8 @@ export function createPgCredentialRows(pool: SQL): CredentialRows & {
         WHERE id = ${id} RETURNING 1`
       return rows.length === 1
     },
-    async deleteSession(id) {
-      await pool`DELETE FROM sessions WHERE id = ${id}`
-    },
-    async deleteAccessToken(id) {
-      await pool`DELETE FROM access_tokens WHERE id = ${id}`
-    },
+    deleteSession: (id) => deleteSession(pool, id),
+    deleteAccessToken: (id) => deleteAccessToken(pool, id),
     // One statement per table: every instance may run it at once; each row goes once.
     async deleteExpired(at) {
       await pool`DELETE FROM sessions WHERE expires_at <= ${at}`

@@ -1,4 +1,9 @@
-import type { CredentialRows, CredentialWrites, FoundCredential } from '../../auth/sessions'
+import type {
+  CredentialRow,
+  CredentialRows,
+  CredentialWrites,
+  FoundCredential,
+} from '../../auth/sessions'
 import type { Store } from './connection'
 import { settle } from './settle'
 
@@ -36,6 +41,12 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
   const deleteUserTokens = sqlite.query('DELETE FROM access_tokens WHERE user_id = ?')
   const purgeSessions = sqlite.query('DELETE FROM sessions WHERE expires_at <= ?')
   const purgeTokens = sqlite.query('DELETE FROM access_tokens WHERE expires_at <= ?')
+  const inWrite = {
+    insertLogin(session: CredentialRow, token: CredentialRow): void {
+      insertSession.run(session.id, session.userId, session.createdAt, session.expiresAt)
+      insertToken.run(token.id, token.userId, token.createdAt, token.expiresAt)
+    },
+  }
 
   return {
     inUnit: {
@@ -44,23 +55,17 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
           deleteUserSessions.run(userId)
           deleteUserTokens.run(userId)
         }),
+      insertLogin: (session, token) => settle(() => inWrite.insertLogin(session, token)),
+      deleteSession: (id) => settle(() => deleteSession.run(id).changes > 0),
+      deleteAccessToken: (id) => settle(() => deleteToken.run(id).changes > 0),
     },
-    async insertLogin(session, token) {
-      await writes.run(() => {
-        insertSession.run(session.id, session.userId, session.createdAt, session.expiresAt)
-        insertToken.run(token.id, token.userId, token.createdAt, token.expiresAt)
-      })
-    },
+    insertLogin: (session, token) => writes.run(() => inWrite.insertLogin(session, token)),
     findSession: (id) => settle(() => findSession.get(id)),
     findAccessToken: (id) => settle(() => findToken.get(id)),
     extendSession: (id, expiresAt) =>
       writes.run(() => extendSession.run(expiresAt, id).changes > 0),
-    async deleteSession(id) {
-      await writes.run(() => deleteSession.run(id))
-    },
-    async deleteAccessToken(id) {
-      await writes.run(() => deleteToken.run(id))
-    },
+    deleteSession: (id) => writes.run(() => deleteSession.run(id).changes > 0),
+    deleteAccessToken: (id) => writes.run(() => deleteToken.run(id).changes > 0),
     async deleteExpired(at) {
       await writes.run(() => {
         purgeSessions.run(at)

@@ -244,11 +244,9 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
     .post(
       '/auth/magic-link/confirm',
       async ({ body, request, server, cookie, set }) => {
-        const user = await flows.confirmMagicLink(
-          magicLinkProof(body),
-          source(request, server, set),
-        )
-        const issued = await credentials.issue(user.id)
+        const by = source(request, server, set)
+        const user = await flows.confirmMagicLink(magicLinkProof(body), by)
+        const issued = await credentials.issue(user.id, by, 'magic_link')
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
         set.headers['cache-control'] = NO_STORE
         return {

@@ -11,7 +11,7 @@ import { toView } from '../../users/records'
 import type { UserStore } from '../../users/store'
 import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
 import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
-import { principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { guardOf } from '../authorisation'
 import type { User } from '../users/schema'
 import { loginBody } from './login-body'
@@ -59,10 +59,13 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
       async ({ body, request, server, cookie, set }) => {
         const { address, password } = signInFields(body)
         const ip = clientIp(request, server, config.trustProxy)
-        const user = await authenticator.signIn(address, password, ip)
+        const user = await authenticator.signIn(address, password, {
+          ip,
+          requestId: requestIdOf(set),
+        })
         if (user === null)
           throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
-        const issued = await credentials.issue(user.id)
+        const issued = await credentials.issue(user.id, auditSourceOf(set, ip), 'password')
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
         set.headers['cache-control'] = NO_STORE
         return {
@@ -99,17 +102,18 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
       '/logout',
       async ({ request, set, cookie }) => {
         const principal = principalOf(set)
+        const by = auditSourceOf(set)
         const revoked: Promise<void>[] = []
         if (principal?.kind === 'user' && principal.secret !== undefined) {
           if (principal.scheme === 'bearer')
-            revoked.push(credentials.revokeAccessToken(principal.secret))
+            revoked.push(credentials.revokeAccessToken(principal.secret, by))
           if (principal.scheme === 'session')
-            revoked.push(credentials.revokeSession(principal.secret))
+            revoked.push(credentials.revokeSession(principal.secret, by))
         }
         // A cookie sent along with a bearer token was presented too: it ends as well.
         const session = sessionCookie(cookie)
         if (typeof session.value === 'string' && session.value !== '') {
-          revoked.push(credentials.revokeSession(session.value))
+          revoked.push(credentials.revokeSession(session.value, by))
         }
         // Answered once the revocations are durable (they share one group commit).
         await Promise.all(revoked)

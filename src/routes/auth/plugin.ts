@@ -12,7 +12,7 @@ import { badRequest } from '../../errors/errors'
 import { cameOverTls, clientIp } from '../../http/client'
 import { type AuthRequirement, authorise } from '../authorisation'
 import { sessionCookieHeader, sessionFromCookieHeader } from './cookies'
-import { setPrincipal } from './principal'
+import { requestIdOf, setPrincipal } from './principal'
 
 export type { AuthRequirement }
 
@@ -59,7 +59,7 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
           const result = await authenticator.authenticate(
             presentedCredentials(request),
             requirement.schemes,
-            ipOf,
+            () => ({ ip: ipOf(), requestId: requestIdOf(set) }),
           )
           settle(result, requirement, request, set, ipOf)
         },

@@ -49,10 +49,15 @@ export function actorOf(principal: Principal | null): Actor {
  */
 export function auditSourceOf(set: { headers: object }, ip?: string): AuditSource {
   const carrier = set as Carrier
-  const requestId = (set.headers as Record<string, unknown>)['x-request-id']
   return {
     actor: actorOf(carrier[PRINCIPAL] ?? null),
-    requestId: typeof requestId === 'string' ? requestId : null,
+    requestId: requestIdOf(set),
     ip: ip ?? carrier[CLIENT_IP]?.() ?? null,
   }
+}
+
+/** The request's id, as the pipeline gave it (http/request-context.ts). */
+export function requestIdOf(set: { headers: object }): string | null {
+  const requestId = (set.headers as Record<string, unknown>)['x-request-id']
+  return typeof requestId === 'string' ? requestId : null
 }

@@ -24,7 +24,7 @@ import {
 import { toView, type WriteGuard } from '../../users/records'
 import type { UserStore, UserWrites } from '../../users/store'
 import type { AuthPlugin } from '../auth/plugin'
-import { auditSourceOf, principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { usersAccess } from './access'
 import { etagOf, versionsFromIfMatch } from './etag'
 import { createdAnswer, createOnce, replay } from './idempotent-answers'
@@ -104,7 +104,7 @@ export function usersRoutes(
       principalOf(set),
       id,
       { password: body.password, email: body.email, currentPassword: body.current_password },
-      () => clientIp(request, server, config.trustProxy),
+      () => ({ ip: clientIp(request, server, config.trustProxy), requestId: requestIdOf(set) }),
       { users, confirmPassword },
     )
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)

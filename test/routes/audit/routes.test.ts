@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../../src/audit/events'
+import { MAX_FAILURES_PER_ADDRESS } from '../../../src/auth/limiter'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
-import { apiKey } from '../../helpers/auth'
+import { apiKey, basic, form, PASSWORD } from '../../helpers/auth'
 import { multipartBody, multipartType } from '../../helpers/multipart'
 
 interface Event {
@@ -189,6 +190,48 @@ describe('GET /audit', () => {
         ],
       },
     })
+  })
+
+  test('sign-ins: a session made and ended, failures, and a lockout as one event', async () => {
+    await using t = await makeTestApp()
+    const key = await apiKey(t)
+    const ada = await t.post('/users', {
+      name: 'Ada',
+      email: 'ada@example.com',
+      password: PASSWORD,
+    })
+    const login = await t.call('POST', '/login', {
+      ...form({ email: 'Ada@example.com', password: PASSWORD }),
+      headers: { ...form({}).headers, 'x-request-id': 'req-login' },
+    })
+    expect(login.status).toBe(200)
+    await t.call('POST', '/logout', {
+      headers: { authorization: `Bearer ${login.body.access_token}` },
+    })
+    await t.call('POST', '/login', form({ email: 'nobody@example.com', password: 'whatever1' }))
+    await t.get('/me', { headers: { authorization: basic('ada@example.com', 'wrong password') } })
+    for (let n = 0; n < MAX_FAILURES_PER_ADDRESS + 3; n++) {
+      await t.call('POST', '/login', form({ email: 'ada@example.com', password: 'not it at all' }))
+    }
+    const { body } = await auditOf(t, key, '?limit=100')
+    const events = (body.data as Event[]).filter((event) => event.target.type !== 'user')
+    const summary = events.map((event) => `${event.action} ${event.actor.id} ${event.target.id}`)
+    const id = String(ada.body.id)
+    const failures = MAX_FAILURES_PER_ADDRESS - 1 // the Basic one counted too
+    expect(summary).toEqual([
+      `login.locked null ada@example.com`,
+      ...Array(failures).fill(`login.failed ${id} ada@example.com`),
+      `login.failed ${id} ada@example.com`,
+      'login.failed null nobody@example.com',
+      `access_token.revoked ${id} ${events[failures + 3]?.target.id}`,
+      `session.created ${id} ${events[failures + 4]?.target.id}`,
+      `api_key.created null 1`,
+    ])
+    const created = events[failures + 4]
+    expect(created?.request_id).toBe('req-login')
+    expect(created?.changes).toEqual({ method: { before: null, after: 'password' } })
+    expect(created?.target.id).toMatch(/^[0-9a-f]{16}$/)
+    expect(JSON.stringify(body)).not.toContain(login.body.access_token)
   })
 
   test('newest first by cursor; filters combine, and every link repeats them', async () => {
