@@ -42,6 +42,8 @@ export interface Config {
   readonly rateLimit: number | null
   /** How long received webhook events are kept (ms) before the housekeeping deletes them. */
   readonly webhookRetention: number
+  /** How long audit events are kept (ms) before the housekeeping deletes them. */
+  readonly auditRetention: number
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
   /** smtp[s]://user:pass@host:port: where mail goes; null keeps it in the outbox. */
@@ -245,6 +247,15 @@ export const SERVE_OPTIONS = [
     env: ['ROSTER_WEBHOOK_RETENTION'],
     defaultText: '90d',
     help: 'how long received webhook events are kept (such as 90d, 36h); older handled ones are deleted hourly. A sha256= delivery replayed after that is taken as new',
+    parse: parseDuration,
+  }),
+  option({
+    key: 'auditRetention',
+    fallback: () => 90 * 24 * 60 * 60 * 1000,
+    flag: 'audit-retention',
+    env: ['ROSTER_AUDIT_RETENTION'],
+    defaultText: '90d',
+    help: 'how long audit events are kept (such as 90d, 365d); older ones are deleted hourly, in batches',
     parse: parseDuration,
   }),
   option({

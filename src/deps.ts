@@ -280,23 +280,30 @@ function addGauges(metrics: Metrics, backend: Backend): void {
 }
 
 /**
- * Deletes what has expired: sessions, access tokens, idempotency answers, webhook events past
- * their retention, and in a bucket the objects of uploads whose instance died (past their grace). Run at start and hourly, by every
- * instance: each is one statement or a claim-free delete, safe to run anywhere at once.
+ * Deletes what has expired: sessions, access tokens, idempotency answers, webhook and audit
+ * events past their retention, and in a bucket the objects of uploads whose instance died (past
+ * their grace). Run at start and hourly, by every instance: each is one statement or a
+ * claim-free delete, safe to run anywhere at once.
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    const [, , , events] = await Promise.all([
+    const [, , , events, audited] = await Promise.all([
       deps.credentials.purgeExpired(),
       deps.idempotency.purgeExpired(),
       sweepAbandonedUploads(deps),
-      purgeOldEvents(deps),
+      inBatches(deps.config.webhookRetention, deps, (cutoff, limit) =>
+        deps.webhooks.inbox.purgeReceivedBefore(cutoff, limit),
+      ),
+      inBatches(deps.config.auditRetention, deps, (cutoff, limit) =>
+        deps.audit.purgeBefore(cutoff, limit),
+      ),
     ])
     if (events > 0) deps.log.info(`deleted ${events} webhook event(s) past --webhook-retention`)
+    if (audited > 0) deps.log.info(`deleted ${audited} audit event(s) past --audit-retention`)
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
     deps.log.warn(
-      'could not delete expired sessions, tokens, idempotency answers, old webhook events or abandoned uploads',
+      'could not delete expired sessions, tokens, idempotency answers, old webhook or audit events, or abandoned uploads',
       {
         error: (error as Error).message,
       },
@@ -321,12 +328,19 @@ export async function sweepAbandonedUploads(deps: Deps): Promise<void> {
 const PURGE_BATCH = 1000
 const PURGE_ROUNDS = 50
 
-/** Webhook events past --webhook-retention, in bounded batches. */
-async function purgeOldEvents(deps: Deps): Promise<number> {
-  const cutoff = new Date(deps.clock() - deps.config.webhookRetention).toISOString()
+/**
+ * Rows older than `retention` (webhook events, audit events), deleted in bounded batches: each
+ * statement short, the round capped, the rest left for the next hour.
+ */
+async function inBatches(
+  retention: number,
+  deps: Deps,
+  purge: (cutoff: string, limit: number) => Promise<number>,
+): Promise<number> {
+  const cutoff = new Date(deps.clock() - retention).toISOString()
   let deleted = 0
   for (let round = 0; round < PURGE_ROUNDS; round += 1) {
-    const gone = await deps.webhooks.inbox.purgeReceivedBefore(cutoff, PURGE_BATCH)
+    const gone = await purge(cutoff, PURGE_BATCH)
     deleted += gone
     if (gone < PURGE_BATCH) break
   }

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       maxUploadSize: 1024 * 1024 * 1024,
       rateLimit: null,
       webhookRetention: 90 * 24 * 60 * 60 * 1000,
+      auditRetention: 90 * 24 * 60 * 60 * 1000,
       webhookSecrets: [],
       smtpUrl: null,
       mailFrom: 'roster <no-reply@localhost>',
