@@ -13,6 +13,7 @@ import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { accountChangeRoutes, linkPageRoutes, mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
+import { eventsRoutes } from './routes/audit/events'
 import { auditRoutes } from './routes/audit/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
@@ -101,6 +102,7 @@ export function createApp(
     app.use(uploadRoutes(inputs.uploads, prefix))
     app.use(webhookRoutes(inputs.webhooks, prefix))
     app.use(auditRoutes(inputs.audit, prefix))
+    app.use(eventsRoutes(inputs.events, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)
@@ -180,5 +182,11 @@ function routeInputs(deps: Deps) {
       config,
     },
     audit: { auth, audit: deps.audit, config },
+    events: {
+      auth,
+      hub: deps.feed,
+      isPosition: deps.audit.feed.isPosition,
+      config,
+    },
   }
 }

@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { type AccountFlows, createAccountFlows } from './accounts/flows'
 import { loadTemplates } from './accounts/templates'
+import { FeedHub } from './audit/feed-hub'
 import { type AuditLog, type AuditWrites, auditWrites, createAuditLog } from './audit/log'
 import {
   type ApiKeyStore,
@@ -77,6 +78,8 @@ export interface Deps {
   readonly metrics: Metrics
   /** The audit log: what changed, who changed it, and the live feed's reads. */
   readonly audit: AuditLog
+  /** The audit log's live feed, one reader for every subscriber of this instance. */
+  readonly feed: FeedHub
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
@@ -148,6 +151,7 @@ export async function makeDeps(
   const apiKeys = createApiKeyStore(backend.apiKeys, transaction, now)
   const groups = createGroupStore(backend.groups, transaction)
   const timers = options.timers ?? { ...systemTimers, now: clock }
+  const feed = new FeedHub(audit.feed, timers)
   const worker = new WebhookWorker(inbox, transaction, builtInHandlers(), timers, log)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
@@ -186,13 +190,17 @@ export async function makeDeps(
     mail,
     metrics,
     audit,
+    feed,
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),
       webhook_events: await inbox.count(),
     }),
     sweepUploads: () => files.sweep(),
-    close: () => backend.close(),
+    close: () => {
+      feed.close()
+      return backend.close()
+    },
   }
   // A shared store (a bucket) is swept by purgeExpired below, as every hour.
   if (options.sweepUploads === true && !fileStore.shared) {

@@ -75,6 +75,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       clearInterval(housekeeping)
       clearInterval(uploadSweep)
       const closed = server.stop(false)
+      // Live feeds never finish by themselves: they end now, and their clients resume elsewhere.
+      deps.feed.close()
       const deadline = Date.now() + SHUTDOWN_GRACE_MS
       while (server.pendingRequests > 0 && Date.now() < deadline) await Bun.sleep(5)
       await Promise.race([closed, Bun.sleep(Math.max(0, deadline - Date.now()))])

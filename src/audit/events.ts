@@ -135,6 +135,17 @@ function sameValue(a: unknown, b: unknown): boolean {
   return a === b
 }
 
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/
+
+/**
+ * An ISO 8601 instant with its offset (`2026-11-25T10:00:00Z`, `…+01:00`) as events store
+ * times (UTC, milliseconds), so that a filter compares like with like; null for anything else.
+ */
+export function parseInstant(text: string): string | null {
+  const at = INSTANT.test(text) ? Date.parse(text) : Number.NaN
+  return Number.isNaN(at) ? null : new Date(at).toISOString()
+}
+
 /** The seq of an event id (`evt_42` → 42); null when the text is not one. */
 export function seqOfEventId(id: string): number | null {
   if (!id.startsWith(EVENT_ID_PREFIX)) return null

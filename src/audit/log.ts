@@ -84,7 +84,18 @@ export interface AuditLog extends AuditWrites {
   ): Promise<{ data: AuditEvent[]; next: number | null }>
   get(seq: number): Promise<AuditEvent | null>
   purgeBefore(cutoff: string, limit: number): Promise<number>
-  readonly feed: Pick<AuditRows, 'after' | 'head' | 'isPosition' | 'watch'>
+  readonly feed: AuditFeed
+}
+
+/** An event in the feed, with its place. */
+export interface FeedEntry {
+  event: AuditEvent
+  position: FeedPosition
+}
+
+/** The live feed's reads (see AuditRows: `after`, `head`, `isPosition`, `watch`). */
+export interface AuditFeed extends Pick<AuditRows, 'head' | 'isPosition' | 'watch'> {
+  after(position: FeedPosition | null, limit: number): Promise<FeedEntry[]>
 }
 
 /** The log's one rule for writes: when an event happened is the log's clock, not the caller's. */
@@ -108,8 +119,29 @@ export function createAuditLog(rows: AuditRows, now: () => Date): AuditLog {
       return row === null ? null : eventOfRow(row)
     },
     purgeBefore: (cutoff, limit) => rows.purgeBefore(cutoff, limit),
-    feed: rows,
+    feed: {
+      async after(position, limit) {
+        const found = await rows.after(position, limit)
+        return found.map((entry) => ({ event: eventOfRow(entry.row), position: entry.position }))
+      },
+      head: () => rows.head(),
+      isPosition: (text) => rows.isPosition(text),
+      watch: (listener) => rows.watch(listener),
+    },
   }
+}
+
+/** Whether an event passes a filter (the feed's and `roster audit --follow`'s, in memory). */
+export function eventMatches(event: AuditEvent, filter: AuditFilter): boolean {
+  return (
+    (filter.actorType === undefined || event.actor.type === filter.actorType) &&
+    (filter.actorId === undefined || event.actor.id === filter.actorId) &&
+    (filter.targetType === undefined || event.target.type === filter.targetType) &&
+    (filter.targetId === undefined || event.target.id === filter.targetId) &&
+    (filter.action === undefined || actionMatches(event.action, filter.action)) &&
+    (filter.since === undefined || event.at >= filter.since) &&
+    (filter.until === undefined || event.at < filter.until)
+  )
 }
 
 /** Whether an event's action matches a filter's: exactly, or by kind (`user.*`). */

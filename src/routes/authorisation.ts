@@ -102,6 +102,8 @@ export const RULES = {
   'POST /mail/:id/resend': keyOrAdmin('users:write'),
   'GET /audit': keyOrAdmin('audit:read'),
   'GET /audit/:id': keyOrAdmin('audit:read'),
+  'GET /events': keyOrAdmin('audit:read'),
+  'HEAD /events': keyOrAdmin('audit:read'),
   'POST /api-keys': keyOrAdmin('keys:write'),
   'GET /api-keys': keyOrAdmin('keys:write'),
   'DELETE /api-keys/:id': keyOrAdmin('keys:write'),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { type AuditSource, commandLine, SYSTEM } from '../../src/audit/events'
-import type { FeedRow } from '../../src/audit/log'
+import type { FeedEntry } from '../../src/audit/log'
 import type { Deps } from '../../src/deps'
 import { ManualClock } from '../../src/timers'
 import { twoInstances } from '../helpers/stores'
@@ -27,7 +27,7 @@ async function feedOf(
   position: string | null,
   count: number,
   limit = 100,
-): Promise<FeedRow[]> {
+): Promise<FeedEntry[]> {
   for (let tries = 0; ; tries++) {
     const rows = await log.feed.after(position, limit)
     if (rows.length >= Math.min(count, limit) || tries === 200) return rows
@@ -148,7 +148,7 @@ describe('audit log contract (two instances where the backend is shared)', () =>
     }
     const first = await feedOf(env.a.audit, start, 3, 3)
     const rest = await feedOf(env.b.audit, first.at(-1)?.position ?? start, 2)
-    expect([...first, ...rest].map((entry) => entry.row.target_id)).toEqual([
+    expect([...first, ...rest].map((entry) => entry.event.target.id)).toEqual([
       '1',
       '2',
       '3',
@@ -159,7 +159,7 @@ describe('audit log contract (two instances where the backend is shared)', () =>
     expect([...positions].sort()).toEqual(positions)
     expect(await env.a.audit.feed.after(positions.at(-1) ?? start, 10)).toEqual([])
     const all = await feedOf(env.a.audit, null, 6)
-    expect(all.map((entry) => entry.row.target_id)).toEqual(['before', '1', '2', '3', '4', '5'])
+    expect(all.map((entry) => entry.event.target.id)).toEqual(['before', '1', '2', '3', '4', '5'])
   })
 
   test('the feed never passes an event that commits after a later one (a long unit of work)', async () => {
@@ -188,7 +188,7 @@ describe('audit log contract (two instances where the backend is shared)', () =>
     await slow
     await quick
     const late = await feedOf(env.b.audit, start, 2)
-    expect(late.map((entry) => entry.row.target_id)).toEqual(['slow', 'quick'])
+    expect(late.map((entry) => entry.event.target.id)).toEqual(['slow', 'quick'])
   })
 
   test('watchers are woken when an event commits, on every instance', async () => {

@@ -92,6 +92,7 @@ describe('/swagger', () => {
       '/mail/{id}/resend',
       '/audit',
       '/audit/{id}',
+      '/events',
     ]
     // The pages links in mail open are documents, served once.
     const pages = [

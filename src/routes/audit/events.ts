@@ -1,0 +1,182 @@
+import type { Server } from 'bun'
+import { Elysia } from 'elysia'
+import type { FeedHub } from '../../audit/feed-hub'
+import { actionMatches, type FeedEntry } from '../../audit/log'
+import type { Config } from '../../config'
+import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
+import { QueryReader } from '../../http/query'
+import type { AuthPlugin } from '../auth/plugin'
+import { guardOf } from '../authorisation'
+
+const tags = ['audit']
+
+export interface EventsRouteInputs {
+  auth: AuthPlugin
+  hub: Pick<FeedHub, 'subscribe'>
+  /** Whether a Last-Event-ID is a place this feed hands out. */
+  isPosition(text: string): boolean
+  config: Pick<Config, 'usersAccess'>
+}
+
+/** Unread bytes a subscriber may have waiting before it is dropped (it resumes from the table). */
+export const MAX_UNREAD_BYTES = 1 << 20
+/**
+ * How long one stream lasts: the client reconnects with Last-Event-ID (EventSource does it by
+ * itself) and its credential is checked again, so a revoked key or session loses the feed.
+ */
+export const STREAM_LIFETIME_MS = 10 * 60 * 1000
+/** What EventSource waits before reconnecting. */
+const RETRY_MS = 3000
+/** Types a filter may name. */
+const MAX_TYPES = 20
+const TYPE = /^[a-z][a-z0-9_]*\.([a-z][a-z0-9_]*|\*)$/
+
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  // nginx would otherwise hold events back in its buffer.
+  'x-accel-buffering': 'no',
+}
+
+/**
+ * CONTRACT section 16's live feed: the audit log as Server-Sent Events, in commit order, each
+ * with its place as `id`, resumable with Last-Event-ID on any instance.
+ */
+export function eventsRoutes(inputs: EventsRouteInputs, prefix: '' | '/v1' | '/v2') {
+  const { auth, hub, config } = inputs
+  const rule = guardOf('GET /events', config.usersAccess)
+  return new Elysia({ prefix })
+    .use(auth)
+    .get(
+      '/events',
+      ({ request, server }) => {
+        const { from, types } = readRequest(request, inputs.isPosition)
+        // Quiet for up to a heartbeat at a time: the connection's idle timer must not end it.
+        ;(server as Server<unknown> | null)?.timeout(request, 0)
+        return new Response(eventStream(hub, from, types), { headers: STREAM_HEADERS })
+      },
+      {
+        ...rule.hook,
+        detail: {
+          tags,
+          summary: 'The audit log, live (audit:read)',
+          description: `Server-Sent Events (text/event-stream): every audit event as it is committed, in commit order, as \`id: <place>\` and \`data: <the event as GET /audit shows it>\`. Reconnecting with \`Last-Event-ID\` (EventSource sends it by itself; or \`?last_event_id=\`) resumes after that event on any instance, without loss or repeat. Without it the stream starts with what happens next. \`types\` keeps only some actions (\`user.created,group.*\`). A comment line (\`: heartbeat\`) comes every 15 s; a stream ends after ${STREAM_LIFETIME_MS / 60_000} minutes (the client reconnects, and its credential is checked again); a client that reads too slowly is disconnected and resumes from its last event.`,
+          security: rule.security,
+          parameters: [
+            {
+              name: 'types',
+              in: 'query',
+              description: 'Comma-separated actions or kinds (user.*)',
+              schema: { type: 'string' },
+            },
+            { name: 'last_event_id', in: 'query', schema: { type: 'string' } },
+          ],
+          ...headerParameters({
+            name: 'Last-Event-ID',
+            in: 'header',
+            schema: { type: 'string' },
+            description: 'The id of the last event received: the stream resumes after it',
+          }),
+          responses: {
+            200: {
+              description: 'An endless stream of events',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR')),
+          },
+        },
+      },
+    )
+    .head(
+      '/events',
+      ({ request }) => {
+        readRequest(request, inputs.isPosition)
+        return new Response(null, { headers: STREAM_HEADERS })
+      },
+      { ...rule.hook, detail: { hide: true } },
+    )
+}
+
+/** Where to start and which types to send; one VALIDATION_ERROR naming each bad part. */
+function readRequest(
+  request: Request,
+  isPosition: (text: string) => boolean,
+): { from: string | null; types: string[] | null } {
+  const query = new QueryReader(request.url)
+  const header = request.headers.get('last-event-id')
+  const given = header === null || header === '' ? query.string('last_event_id') : header
+  const from = given === undefined || given === '' ? null : given
+  if (from !== null && !isPosition(from)) {
+    query.reject('Last-Event-ID', 'is not an id this feed sent', from.slice(0, 200))
+  }
+  const text = query.string('types', { maxLength: 1000 })
+  const types = text === undefined ? null : text.split(',').map((type) => type.trim())
+  if (types !== null && (types.length > MAX_TYPES || types.some((type) => !TYPE.test(type)))) {
+    query.reject(
+      'types',
+      `must be up to ${MAX_TYPES} actions or kinds, comma-separated (user.created,group.*)`,
+      text,
+    )
+  }
+  query.assertValid()
+  return { from, types }
+}
+
+const encoder = new TextEncoder()
+
+/** One subscriber's stream: frames as the hub delivers, ended by the client, the hub or time. */
+function eventStream(
+  hub: Pick<FeedHub, 'subscribe'>,
+  from: string | null,
+  types: string[] | null,
+): ReadableStream<Uint8Array> {
+  let ended = false
+  let unsubscribe = () => {}
+  let lifetime: Timer | undefined
+  const matches = (entry: FeedEntry) =>
+    types === null || types.some((type) => actionMatches(entry.event.action, type))
+  return new ReadableStream<Uint8Array>(
+    {
+      async start(controller) {
+        const end = () => {
+          if (ended) return
+          ended = true
+          clearTimeout(lifetime)
+          unsubscribe()
+          try {
+            controller.close()
+          } catch {
+            // Already closed by the client's going away.
+          }
+        }
+        /** Queues text; false when the client has let too much pile up unread. */
+        const write = (text: string): boolean => {
+          if (ended) return false
+          controller.enqueue(encoder.encode(text))
+          return (controller.desiredSize ?? 0) > -MAX_UNREAD_BYTES
+        }
+        write(`retry: ${RETRY_MS}\n\n`)
+        lifetime = setTimeout(end, STREAM_LIFETIME_MS)
+        unsubscribe = await hub.subscribe(from, {
+          deliver(entries) {
+            let text = ''
+            for (const entry of entries) {
+              if (matches(entry))
+                text += `id: ${entry.position}\ndata: ${JSON.stringify(entry.event)}\n\n`
+            }
+            return text === '' || write(text)
+          },
+          heartbeat: () => write(': heartbeat\n\n'),
+          close: end,
+        })
+        if (ended) unsubscribe()
+      },
+      cancel() {
+        ended = true
+        clearTimeout(lifetime)
+        unsubscribe()
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+  )
+}
