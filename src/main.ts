@@ -20,6 +20,7 @@ Commands:
   keys       create, list or revoke API keys (roster keys --help)
   users      create, import or export users (roster users --help)
   mail       show the mail outbox (roster mail --help)
+  audit      show the audit log, or follow it (roster audit --help)
   backup     write a consistent copy of the live database to a file
   copy       move a SQLite roster into PostgreSQL (and its files into S3): roster copy --help
 
@@ -42,6 +43,7 @@ const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   keys: () => import('./cli/keys'),
   users: () => import('./cli/users'),
   mail: () => import('./cli/mail'),
+  audit: () => import('./cli/audit'),
   backup: () => import('./cli/backup'),
   copy: () => import('./cli/copy'),
 }
