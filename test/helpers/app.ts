@@ -217,7 +217,7 @@ export async function send(
 }
 
 export async function readReply(response: Response): Promise<Reply> {
-  const text = await response.text()
+  const text = await textOf(response)
   // JSON and +json types; not JSON Lines (application/x-ndjson), which is many documents.
   const isJson = /^application\/(json|[^;]*\+json)\b/.test(
     response.headers.get('content-type') ?? '',
@@ -228,6 +228,21 @@ export async function readReply(response: Response): Promise<Reply> {
     body: isJson && text !== '' ? JSON.parse(text) : text,
     text,
   }
+}
+
+/**
+ * The answer's text; of an event stream (GET /events), which does not end, what its first read
+ * gives, and the stream is cancelled.
+ */
+async function textOf(response: Response): Promise<string> {
+  if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
+    return response.text()
+  }
+  const reader = response.body?.getReader()
+  if (reader === undefined) return ''
+  const first = await reader.read()
+  await reader.cancel()
+  return first.done ? '' : new TextDecoder().decode(first.value)
 }
 
 /** Asserts the contract's error envelope and returns its `error`. */
