@@ -29,6 +29,7 @@ import { uploadRoutes } from './routes/uploads/routes'
 import { userExportRoutes } from './routes/users/export-routes'
 import { type ApiVersion, usersRoutes } from './routes/users/routes'
 import { registerEmailFormat } from './routes/users/schema'
+import { webhookEndpointRoutes } from './routes/webhook-endpoints/routes'
 import { webhookRoutes } from './routes/webhooks/routes'
 
 /** Unversioned paths are v1 and stay v1; /v1 and /v2 mount the same services. */
@@ -103,6 +104,7 @@ export function createApp(
     app.use(webhookRoutes(inputs.webhooks, prefix))
     app.use(auditRoutes(inputs.audit, prefix))
     app.use(eventsRoutes(inputs.events, prefix))
+    app.use(webhookEndpointRoutes(inputs.webhookEndpoints, prefix))
   }
   app.use(unroutedRequests(routes))
   routes.load(app.routes)
@@ -188,5 +190,6 @@ function routeInputs(deps: Deps) {
       isPosition: deps.audit.feed.isPosition,
       config,
     },
+    webhookEndpoints: { auth, endpoints: deps.outbound.endpoints, config },
   }
 }

@@ -154,6 +154,7 @@ export function parseTrustProxy(
 }
 
 const DURATION_UNITS: Record<string, number> = {
+  s: 1000,
   m: 60_000,
   h: 60 * 60_000,
   d: 24 * 60 * 60_000,
@@ -161,9 +162,21 @@ const DURATION_UNITS: Record<string, number> = {
 
 /** A retention such as `90d`, `36h` or `30m`, in milliseconds (at least a minute). */
 export function parseDuration(text: string, source: string): number {
-  const match = /^([0-9]{1,6}) ?([mhd])$/i.exec(text.trim())
+  return parseDurationOf(text, source, 'mhd', 60_000)
+}
+
+/** A duration such as `3d`, `12h`, `30m` or `45s` (at least 10 seconds), in milliseconds. */
+export function parseShortDuration(text: string, source: string): number {
+  return parseDurationOf(text, source, 'smhd', 10_000)
+}
+
+function parseDurationOf(text: string, source: string, units: string, minMs: number): number {
+  const match = new RegExp(`^([0-9]{1,6}) ?([${units}])$`, 'i').exec(text.trim())
   const unit = DURATION_UNITS[(match?.[2] ?? '').toLowerCase()]
   const value = match === null || unit === undefined ? 0 : Number(match[1]) * unit
-  if (value < 60_000) throw invalid(source, text, 'a duration such as 90d, 36h or 30m')
+  if (value < minMs) {
+    const example = units.includes('s') ? '3d, 12h or 45s' : '90d, 36h or 30m'
+    throw invalid(source, text, `a duration such as ${example}`)
+  }
   return value
 }

@@ -12,6 +12,7 @@ import {
   parseOrigins,
   parseRate,
   parseSecrets,
+  parseShortDuration,
   parseSize,
   parseTrustProxy,
 } from './config-values'
@@ -44,6 +45,10 @@ export interface Config {
   readonly webhookRetention: number
   /** How long audit events are kept (ms) before the housekeeping deletes them. */
   readonly auditRetention: number
+  /** Outbound webhooks may go to loopback, private and link-local addresses. */
+  readonly webhookAllowPrivate: boolean
+  /** How long a failing outbound delivery is retried (ms) before its endpoint is disabled. */
+  readonly webhookRetryWindow: number
   /** ROSTER_WEBHOOK_SECRET, comma-separated (several during a rotation); environment only. */
   readonly webhookSecrets: readonly string[]
   /** smtp[s]://user:pass@host:port: where mail goes; null keeps it in the outbox. */
@@ -257,6 +262,25 @@ export const SERVE_OPTIONS = [
     defaultText: '90d',
     help: 'how long audit events are kept (such as 90d, 365d); older ones are deleted hourly, in batches',
     parse: parseDuration,
+  }),
+  option({
+    key: 'webhookAllowPrivate',
+    fallback: () => false,
+    boolean: true,
+    flag: 'webhook-allow-private',
+    env: ['ROSTER_WEBHOOK_ALLOW_PRIVATE'],
+    defaultText: 'false',
+    help: 'let webhook endpoints be on loopback, private and link-local addresses (a receiver on this machine or your network); without it such URLs are refused, when made and at every delivery',
+    parse: parseBoolean,
+  }),
+  option({
+    key: 'webhookRetryWindow',
+    fallback: () => 3 * 24 * 60 * 60 * 1000,
+    flag: 'webhook-retry-window',
+    env: ['ROSTER_WEBHOOK_RETRY_WINDOW'],
+    defaultText: '3d',
+    help: 'how long a failing webhook delivery is retried, with backoff from 5 s to 6 h, before it fails and its endpoint is disabled (such as 3d, 12h, 90s)',
+    parse: parseShortDuration,
   }),
   option({
     key: 'cookieSecure',

@@ -19,6 +19,7 @@ import { openFileStore } from './backends/storage'
 import { VERSION } from './build-info'
 import { type Config, mailHost } from './config'
 import type { Transaction } from './db/unit'
+import { postTo } from './egress/client'
 import { createGroupStore, type GroupStore, type GroupWrites, groupWrites } from './groups/store'
 import { DiskWatch } from './health/disk'
 import type { IdempotencyStore } from './idempotency/store'
@@ -27,6 +28,14 @@ import type { MailOutbox } from './mail/outbox'
 import { MailWorker } from './mail/worker'
 import { createMetrics, type Metrics } from './metrics/metrics'
 import { Gauge } from './metrics/registry'
+import { Dispatcher } from './outbound/dispatcher'
+import { WebhookSender } from './outbound/sender'
+import {
+  createEndpointStore,
+  type EndpointStore,
+  type OutboundWrites,
+  outboundWrites,
+} from './outbound/store'
 import { createSmtpTransport } from './smtp/transport'
 import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
@@ -38,11 +47,13 @@ import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
 
 /** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
-export interface UnitStores extends Omit<UnitRows, 'users' | 'groups' | 'audit' | 'apiKeys'> {
+export interface UnitStores
+  extends Omit<UnitRows, 'users' | 'groups' | 'audit' | 'apiKeys' | 'outbound'> {
   users: UserWrites
   groups: GroupWrites
   audit: AuditWrites
   apiKeys: ApiKeyWrites
+  outbound: OutboundWrites
 }
 export { VERSION }
 
@@ -80,12 +91,27 @@ export interface Deps {
   readonly audit: AuditLog
   /** The audit log's live feed, one reader for every subscriber of this instance. */
   readonly feed: FeedHub
+  /**
+   * Outbound webhooks: the endpoints, the dispatcher that queues the audit log's events for
+   * them and the sender that delivers them (both started by the server).
+   */
+  readonly outbound: Outbound
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
   sweepUploads(): Promise<number>
   /** Commits what is pending and closes the database. */
   close(): Promise<void>
+}
+
+/** Outbound webhooks as the server runs them. */
+export interface Outbound {
+  readonly endpoints: EndpointStore
+  readonly dispatcher: Dispatcher
+  readonly sender: WebhookSender
+  start(): Promise<void>
+  /** Stops queueing and cuts attempts under way short (they are sent again at the next start). */
+  stop(): Promise<void>
 }
 
 const systemNow = () => new Date()
@@ -156,6 +182,7 @@ export async function makeDeps(
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   worker.onHandled = (event, status) => metrics.webhookEvents.inc({ scheme: event.scheme, status })
   const mail = mailOf(config, backend, transaction, users, timers, log, now)
+  const outbound = outboundOf(config, backend, transaction, audit, timers, log)
   addGauges(metrics, backend)
   const authenticator = createAuthenticator({
     config,
@@ -191,6 +218,7 @@ export async function makeDeps(
     metrics,
     audit,
     feed,
+    outbound,
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),
@@ -244,6 +272,57 @@ function mailOf(
 }
 
 /**
+ * Outbound webhooks: the endpoints (their URLs checked against --webhook-allow-private), the
+ * dispatcher woken by every commit of an audit event, and the sender it wakes.
+ */
+function outboundOf(
+  config: Config,
+  backend: Backend,
+  transaction: Transaction<UnitStores>,
+  audit: AuditLog,
+  timers: Timers,
+  log: Logger,
+): Outbound {
+  const policy = { allowPrivate: config.webhookAllowPrivate }
+  const sender = new WebhookSender(
+    backend.outbound,
+    transaction,
+    (url, body, headers, timeoutMs, signal) =>
+      postTo(url, body, headers, policy, timeoutMs, signal),
+    timers,
+    log,
+    `roster/${VERSION}`,
+  )
+  sender.policy = { ...sender.policy, windowMs: config.webhookRetryWindow }
+  const dispatcher = new Dispatcher(backend.outbound, audit.feed, timers, log, () => sender.wake())
+  if (backend.shared) {
+    sender.pollMs = SHARED_INBOX_POLL_MS
+    dispatcher.pollMs = SHARED_INBOX_POLL_MS
+  }
+  const endpoints = createEndpointStore(backend.outbound, transaction, {
+    policy,
+    feedHead: () => audit.feed.head(),
+    changed: () => {
+      dispatcher.endpointsChanged()
+      sender.wake()
+    },
+  })
+  return {
+    endpoints,
+    dispatcher,
+    sender,
+    async start() {
+      await dispatcher.start()
+      sender.start()
+    },
+    async stop() {
+      await dispatcher.stop()
+      await sender.stop()
+    },
+  }
+}
+
+/**
  * The backend's unit of work with the domains' rules on its rows. SQLite hands every unit the
  * same rows, so their ruled view is made once per rows object.
  */
@@ -259,6 +338,7 @@ function withRules(transaction: Transaction<UnitRows>, now: () => Date): Transac
         groups: groupWrites({ groups: rows.groups, audit }, now),
         audit,
         apiKeys: apiKeyWrites({ apiKeys: rows.apiKeys, audit }, now),
+        outbound: outboundWrites({ outbound: rows.outbound, audit }, () => now().getTime()),
       }
       ruled.set(rows, stores)
     }
@@ -295,7 +375,7 @@ function addGauges(metrics: Metrics, backend: Backend): void {
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   try {
-    const [, , , events, audited] = await Promise.all([
+    const [, , , events, audited, deliveries] = await Promise.all([
       deps.credentials.purgeExpired(),
       deps.idempotency.purgeExpired(),
       sweepAbandonedUploads(deps),
@@ -305,9 +385,16 @@ export async function purgeExpired(deps: Deps): Promise<void> {
       inBatches(deps.config.auditRetention, deps, (cutoff, limit) =>
         deps.audit.purgeBefore(cutoff, limit),
       ),
+      // A delivery is a copy of an event: its log is kept as long as the event.
+      inBatches(deps.config.auditRetention, deps, (cutoff, limit) =>
+        deps.outbound.endpoints.purgeDeliveriesBefore(cutoff, limit),
+      ),
     ])
     if (events > 0) deps.log.info(`deleted ${events} webhook event(s) past --webhook-retention`)
     if (audited > 0) deps.log.info(`deleted ${audited} audit event(s) past --audit-retention`)
+    if (deliveries > 0) {
+      deps.log.info(`deleted ${deliveries} webhook delivery record(s) past --audit-retention`)
+    }
   } catch (error) {
     // Nothing is lost: what expired stays refused, and the next round deletes it.
     deps.log.warn(

@@ -61,6 +61,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   deps.webhooks.worker.start()
   deps.mail.worker.start()
+  try {
+    await deps.outbound.start()
+  } catch (error) {
+    await server.stop(true)
+    await deps.webhooks.worker.stop()
+    await deps.mail.worker.stop()
+    await deps.close()
+    throw error
+  }
   const housekeeping = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS)
   housekeeping.unref()
   const uploadSweep = setInterval(
@@ -85,6 +94,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await deps.webhooks.worker.stop()
       // The message being sent goes or fails; the rest waits in the outbox for the next start.
       await deps.mail.worker.stop()
+      // Deliveries under way are cut short and stay queued: the next start sends them again.
+      await deps.outbound.stop()
       await accessLog.close()
       await deps.close()
     })()

@@ -24,6 +24,8 @@ describe('loadConfig', () => {
       rateLimit: null,
       webhookRetention: 90 * 24 * 60 * 60 * 1000,
       auditRetention: 90 * 24 * 60 * 60 * 1000,
+      webhookAllowPrivate: false,
+      webhookRetryWindow: 3 * 24 * 60 * 60 * 1000,
       webhookSecrets: [],
       smtpUrl: null,
       mailFrom: 'roster <no-reply@localhost>',

@@ -14,6 +14,43 @@ export interface Actor {
   id: string | null
 }
 
+/**
+ * Every action roster records (`<target type>.<past tense>`), for the outbound webhooks'
+ * subscriptions and the API document. test/audit/actions.test.ts fails when the code records
+ * an action this list lacks.
+ */
+export const AUDIT_ACTIONS = [
+  'user.created',
+  'user.updated',
+  'user.deleted',
+  'group.created',
+  'group.updated',
+  'group.deleted',
+  'group.member_added',
+  'group.member_removed',
+  'api_key.created',
+  'api_key.revoked',
+  'upload.created',
+  'upload.deleted',
+  'session.created',
+  'session.revoked',
+  'access_token.revoked',
+  'login.failed',
+  'login.locked',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.disabled',
+  'webhook_delivery.retried',
+] as const
+export type AuditAction = (typeof AUDIT_ACTIONS)[number]
+
+/** The kinds of action (`user` of `user.created`), each once, in the list's order. */
+export const ACTION_KINDS: readonly string[] = [
+  ...new Set(AUDIT_ACTIONS.map((action) => action.slice(0, action.indexOf('.')))),
+]
+
 /** Who caused a change and through which request: every event carries it. */
 export interface AuditSource {
   actor: Actor

@@ -7,6 +7,7 @@ import type { Transaction } from '../db/unit'
 import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/store'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { MailOutbox, MailWrites } from '../mail/outbox'
+import type { OutboundRows, OutboundWriteRows } from '../outbound/store'
 import type { PendingFiles } from '../uploads/files'
 import type { UploadRecords, UploadRecordWrites } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
@@ -25,6 +26,7 @@ export interface UnitRows {
   audit: AuditWriteRows
   apiKeys: ApiKeyWriteRows
   uploads: UploadRecordWrites
+  outbound: OutboundWriteRows
 }
 
 /**
@@ -48,6 +50,8 @@ export interface Backend {
   readonly inbox: WebhookInbox
   readonly mail: MailOutbox
   readonly audit: AuditRows
+  /** Outbound webhooks: endpoints, the dispatcher's place and the delivery queue. */
+  readonly outbound: OutboundRows
   /** Files being written to a shared store (a bucket); null where none is offered (SQLite). */
   readonly pendingFiles: PendingFiles | null
   /** Runs a unit of work over every store's rows. */

@@ -16,6 +16,11 @@ export interface Rule {
    */
   scope: Scope | null
   /**
+   * A second scope the key needs as well: what the operation hands out is also another scope's
+   * (an outbound webhook endpoint receives the audit log, so managing one needs audit:read).
+   */
+  alsoScope?: Scope
+  /**
    * What a member (a user who is not an admin) may do: nothing here, its own record or upload
    * (the handler compares the target; `requireSelfOr`), or what any signed-in user may.
    */
@@ -139,6 +144,29 @@ export const RULES = {
   'POST /webhook': publicRoute,
   'GET /webhooks/events': keyOrAdmin('webhooks:read'),
   'POST /webhooks/events/:id/retry': keyOrAdmin('webhooks:write'),
+
+  // Outbound webhooks: an endpoint receives audit events, so every operation needs audit:read.
+  'GET /webhook-endpoints': { ...keyOrAdmin('webhooks:read'), alsoScope: 'audit:read' },
+  'POST /webhook-endpoints': { ...keyOrAdmin('webhooks:write'), alsoScope: 'audit:read' },
+  'GET /webhook-endpoints/:id': { ...keyOrAdmin('webhooks:read'), alsoScope: 'audit:read' },
+  'PATCH /webhook-endpoints/:id': { ...keyOrAdmin('webhooks:write'), alsoScope: 'audit:read' },
+  'DELETE /webhook-endpoints/:id': { ...keyOrAdmin('webhooks:write'), alsoScope: 'audit:read' },
+  'POST /webhook-endpoints/:id/rotate-secret': {
+    ...keyOrAdmin('webhooks:write'),
+    alsoScope: 'audit:read',
+  },
+  'GET /webhook-endpoints/:id/deliveries': {
+    ...keyOrAdmin('webhooks:read'),
+    alsoScope: 'audit:read',
+  },
+  'GET /webhook-endpoints/:id/deliveries/:deliveryId': {
+    ...keyOrAdmin('webhooks:read'),
+    alsoScope: 'audit:read',
+  },
+  'POST /webhook-endpoints/:id/deliveries/:deliveryId/retry': {
+    ...keyOrAdmin('webhooks:write'),
+    alsoScope: 'audit:read',
+  },
 } as const satisfies Record<string, Rule>
 
 export type Operation = keyof typeof RULES
@@ -189,7 +217,7 @@ const SECURITY_SCHEMES: Record<Scheme, readonly string[]> = {
  */
 export function securityOf(rule: Rule, anonymous: boolean): Record<string, string[]>[] {
   if (rule.schemes.length === 0) return []
-  const needs = rule.scope === null ? [] : [rule.scope]
+  const needs = scopesOf(rule)
   const requirements = rule.schemes.flatMap((scheme) =>
     SECURITY_SCHEMES[scheme].map((name) => ({ [name]: [...needs] })),
   )
@@ -205,8 +233,15 @@ export function authorise(principal: Principal, rule: Rule): void {
     if (rule.members !== 'none') return
     throw forbidden(rule.scope, principal)
   }
-  if (rule.scope === null || covers(grantsOf(principal), rule.scope)) return
-  throw forbidden(rule.scope, principal)
+  const grants = grantsOf(principal)
+  const missing = scopesOf(rule).find((scope) => !covers(grants, scope))
+  if (missing === undefined) return
+  throw forbidden(missing, principal)
+}
+
+/** The scopes a key needs for the rule: none, one, or two. */
+function scopesOf(rule: Rule): Scope[] {
+  return [rule.scope, rule.alsoScope].filter((scope): scope is Scope => scope != null)
 }
 
 /**
@@ -246,7 +281,9 @@ export function accessTable(): string {
       const key = rule.schemes.includes('apiKey')
         ? rule.scope === null
           ? 'any key'
-          : `\`${rule.scope}\``
+          : scopesOf(rule)
+              .map((scope) => `\`${scope}\``)
+              .join(' and ')
         : 'no'
       const admin = rule.schemes.some((scheme) => scheme !== 'apiKey') ? 'yes' : 'no'
       const member = { none: 'no', self: 'its own', any: 'yes' }[rule.members]

@@ -99,7 +99,7 @@ function verifyStandard(
 }
 
 /** Standard Webhooks secrets are `whsec_` + base64: the key is the decoded bytes. */
-function standardKey(secret: string): Buffer | null {
+export function standardKey(secret: string): Buffer | null {
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret
   if (!BASE64.test(encoded)) return null
   const key = Buffer.from(encoded, 'base64')

@@ -86,12 +86,13 @@ const LAYERS = {
       'mail',
       'uploads',
       'webhooks',
+      'outbound',
       'idempotency',
       'health',
     ],
     uses: ['drivers', 'base'],
   },
-  drivers: { places: ['storage', 'smtp'], uses: ['base'] },
+  drivers: { places: ['storage', 'smtp', 'egress'], uses: ['base'] },
   base: {
     places: [
       'errors',

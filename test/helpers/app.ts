@@ -79,6 +79,7 @@ export async function makeTestApp(
   const app = createApp(deps)
   deps.webhooks.worker.start()
   deps.mail.worker.start()
+  await deps.outbound.start()
   const call = (method: string, path: string, init: CallInit = {}) => send(app, method, path, init)
   return {
     app,
@@ -92,6 +93,7 @@ export async function makeTestApp(
     async [Symbol.asyncDispose]() {
       await deps.webhooks.worker.stop()
       await deps.mail.worker.stop()
+      await deps.outbound.stop()
       await deps.close().catch(() => {})
       await data[Symbol.asyncDispose]()
     },

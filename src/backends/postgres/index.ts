@@ -13,6 +13,7 @@ import { createPgWebhookInbox } from './inbox'
 import { PgLoginFailures } from './login-failures'
 import { createPgMailOutbox } from './mail'
 import { runPgMigrations } from './migrate'
+import { createPgOutboundRows } from './outbound'
 import { createPgPendingFiles } from './pending-objects'
 import { createPgCredentialRows } from './sessions'
 import { createPgUploadRecords } from './uploads'
@@ -50,6 +51,7 @@ export async function openPostgresBackend(
     const audit = createPgAuditRows(pool)
     const apiKeys = createPgApiKeyRows(pool)
     const uploadRecords = createPgUploadRecords(pool, now)
+    const outbound = createPgOutboundRows(pool)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -66,6 +68,7 @@ export async function openPostgresBackend(
             audit: audit.inUnit(tx),
             apiKeys: apiKeys.inUnit(tx),
             uploads: uploadRecords.inUnit(tx),
+            outbound: outbound.inUnit(tx),
           }),
         )
         .finally(() => {
@@ -86,6 +89,7 @@ export async function openPostgresBackend(
       inbox,
       mail,
       audit,
+      outbound,
       pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},

@@ -325,3 +325,63 @@ export const auditEvents = pgTable(
     index('audit_events_feed_idx').on(table.xid, table.seq),
   ],
 )
+
+/** Outbound webhooks' endpoints, as SQLite's (see there). */
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+  url: text('url').notNull(),
+  description: text('description'),
+  events: text('events').notNull(),
+  status: text('status').notNull().default('enabled'),
+  disabledReason: text('disabled_reason'),
+  secret: text('secret').notNull(),
+  previousSecret: text('previous_secret'),
+  previousSecretExpiresAt: text('previous_secret_expires_at'),
+  startsAfter: text('starts_after').notNull(),
+  version: integer('version').notNull().default(1),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+/**
+ * Outbound deliveries, as SQLite's. The dispatcher queues them in feed order under a
+ * compare-and-set of `webhook_dispatch`, so one instance at a time hands out ids: `id` order is
+ * an endpoint's order here too. Senders lease an endpoint's oldest pending one.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    endpointId: integer('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventId: text('event_id').notNull(),
+    type: text('type').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: epochMs('next_attempt_at'),
+    leaseUntil: epochMs('lease_until'),
+    firstAttemptAt: epochMs('first_attempt_at'),
+    lastAttemptAt: epochMs('last_attempt_at'),
+    deliveredAt: epochMs('delivered_at'),
+    responseStatus: integer('response_status'),
+    responseBody: text('response_body'),
+    lastError: text('last_error'),
+    durationMs: integer('duration_ms'),
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [
+    uniqueIndex('webhook_deliveries_endpoint_event_unique').on(table.endpointId, table.eventId),
+    index('webhook_deliveries_endpoint_idx').on(table.endpointId, table.id),
+    index('webhook_deliveries_pending_idx')
+      .on(table.endpointId, table.id)
+      .where(sql`status = 'pending'`),
+  ],
+)
+
+/** Where the dispatcher has reached in the live feed, as SQLite's. */
+export const webhookDispatch = pgTable('webhook_dispatch', {
+  id: integer('id').primaryKey(),
+  position: text('position').notNull(),
+})

@@ -20,6 +20,7 @@ import { createSqliteIdempotencyStore } from './idempotency'
 import { createSqliteWebhookInbox } from './inbox'
 import { createSqliteMailOutbox } from './mail'
 import { runMigrations } from './migrate'
+import { createSqliteOutboundRows } from './outbound'
 import { createSqliteCredentialRows } from './sessions'
 import { createSqliteUploadRecords } from './uploads'
 import { createSqliteUserRows } from './users'
@@ -76,6 +77,7 @@ export function openSqliteBackend(
   const mail = createSqliteMailOutbox(store, now)
   const apiKeys = createSqliteApiKeyRows(store)
   audit = createSqliteAuditRows(store)
+  const outbound = createSqliteOutboundRows(store)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
     users: users.inUnit,
@@ -89,6 +91,7 @@ export function openSqliteBackend(
     audit: audit.inUnit,
     apiKeys: apiKeys.inUnit,
     uploads: uploadRecords.inUnit,
+    outbound: outbound.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -106,6 +109,7 @@ export function openSqliteBackend(
     inbox,
     mail,
     audit,
+    outbound,
     pendingFiles: null,
     transaction,
     flush: () => writes.flush(),

@@ -306,3 +306,72 @@ export const auditEvents = sqliteTable(
   // "Who changed this user?": a target's events, newest first.
   (table) => [index('audit_events_target_idx').on(table.targetType, table.targetId, table.seq)],
 )
+
+/**
+ * Outbound webhooks (CONTRACT section 16): where audit events are sent. `events` is a JSON array
+ * of actions, kinds (`user.*`) or `*`; `secret` signs deliveries (it must be readable to sign,
+ * so it is kept as given, like a mail server's password); `previous_secret` signs beside it
+ * until `previous_secret_expires_at` after a rotation. `starts_after` is the live feed's
+ * position when the endpoint was made: it receives the events after it.
+ */
+export const webhookEndpoints = sqliteTable('webhook_endpoints', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  url: text('url').notNull(),
+  description: text('description'),
+  events: text('events').notNull(),
+  status: text('status').notNull().default('enabled'),
+  disabledReason: text('disabled_reason'),
+  secret: text('secret').notNull(),
+  previousSecret: text('previous_secret'),
+  previousSecretExpiresAt: text('previous_secret_expires_at'),
+  startsAfter: text('starts_after').notNull(),
+  version: integer('version').notNull().default(1),
+  createdAt: text('created_at').notNull(),
+  updatedAt: text('updated_at').notNull(),
+})
+
+/**
+ * One event for one endpoint, queued by the dispatcher in feed order (so `id` order is the
+ * order an endpoint receives its events in) and sent by the sender, oldest pending first per
+ * endpoint. Times of attempts are epoch milliseconds; `payload` is the exact bytes signed.
+ */
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    endpointId: integer('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventId: text('event_id').notNull(),
+    type: text('type').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at'),
+    leaseUntil: integer('lease_until'),
+    firstAttemptAt: integer('first_attempt_at'),
+    lastAttemptAt: integer('last_attempt_at'),
+    deliveredAt: integer('delivered_at'),
+    responseStatus: integer('response_status'),
+    responseBody: text('response_body'),
+    lastError: text('last_error'),
+    durationMs: integer('duration_ms'),
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [
+    // Each event once per endpoint, however often the dispatcher runs.
+    uniqueIndex('webhook_deliveries_endpoint_event_unique').on(table.endpointId, table.eventId),
+    // An endpoint's delivery log, newest first.
+    index('webhook_deliveries_endpoint_idx').on(table.endpointId, table.id),
+    // An endpoint's oldest pending delivery: the next it is sent.
+    index('webhook_deliveries_pending_idx')
+      .on(table.endpointId, table.id)
+      .where(sql`status = 'pending'`),
+  ],
+)
+
+/** Where the dispatcher has reached in the live feed: one row, made by the first dispatch. */
+export const webhookDispatch = sqliteTable('webhook_dispatch', {
+  id: integer('id').primaryKey(),
+  position: text('position').notNull(),
+})

@@ -93,6 +93,12 @@ describe('/swagger', () => {
       '/audit',
       '/audit/{id}',
       '/events',
+      '/webhook-endpoints',
+      '/webhook-endpoints/{id}',
+      '/webhook-endpoints/{id}/rotate-secret',
+      '/webhook-endpoints/{id}/deliveries',
+      '/webhook-endpoints/{id}/deliveries/{deliveryId}',
+      '/webhook-endpoints/{id}/deliveries/{deliveryId}/retry',
     ]
     // The pages links in mail open are documents, served once.
     const pages = [
