@@ -49,7 +49,7 @@ export function createPgAuditRows(pool: SQL): PgAuditRows {
     async page(filter, request) {
       const { where, values } = whereOf(filter, request.before)
       return pool.unsafe<AuditRow[]>(
-        `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY seq DESC LIMIT $${values.length + 1}`,
+        `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY audit_events.seq DESC LIMIT $${values.length + 1}`,
         [...values, request.limit + 1],
       )
     },
@@ -68,16 +68,18 @@ export function createPgAuditRows(pool: SQL): PgAuditRows {
     },
     async after(position, limit) {
       const [xid, seq] = position === null ? ['0', 0] : splitPosition(position)
-      const rows = await pool.unsafe<(AuditRow & { xid: string })[]>(
-        `SELECT ${COLUMNS}, xid::text AS xid FROM audit_events
+      // Ordered by the table's xid8 and bigint: an output column named `xid` (the text) would
+      // be what ORDER BY xid sorts by, and '1000' sorts before '999'.
+      const rows = await pool.unsafe<(AuditRow & { xid_text: string })[]>(
+        `SELECT ${COLUMNS}, xid::text AS xid_text FROM audit_events
          WHERE (xid, seq) > ($1::xid8, $2::int8) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-         ORDER BY xid, seq LIMIT $3`,
+         ORDER BY audit_events.xid, audit_events.seq LIMIT $3`,
         [xid, seq, limit],
       )
       return rows.map(
-        ({ xid: rowXid, ...row }): FeedRow => ({
+        ({ xid_text, ...row }): FeedRow => ({
           row,
-          position: positionOf(rowXid, row.seq),
+          position: positionOf(xid_text, row.seq),
         }),
       )
     },

@@ -257,7 +257,7 @@ export function createPgOutboundRows(pool: SQL): OutboundRows & {
       }
       return pool.unsafe<DeliveryRow[]>(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where}
-         ORDER BY id DESC LIMIT $2`,
+         ORDER BY webhook_deliveries.id DESC LIMIT $2`,
         values,
       )
     },
