@@ -131,16 +131,37 @@ export function eventOfRow(row: AuditRow): AuditEvent {
   }
 }
 
+/** The longest id an event keeps (a failed sign-in's target is the address as typed). */
+const MAX_ID_LENGTH = 320
+
+// C0 and C1 controls and DEL.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/g
+
+/**
+ * An id as the log keeps it: a caller's text (the address a failed sign-in typed) may hold
+ * anything, so control characters are written as `\uXXXX` (PostgreSQL's text cannot hold U+0000,
+ * and a reader's terminal should not act on them) and it is cut to MAX_ID_LENGTH.
+ */
+function idText(id: string | null): string | null {
+  if (id === null) return null
+  const shown = id.replace(
+    CONTROL,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+  return shown.length > MAX_ID_LENGTH ? shown.slice(0, MAX_ID_LENGTH) : shown
+}
+
 /** The row an event is stored as, at `at`. */
 export function rowOfEvent(source: AuditSource, event: NewAuditEvent, at: string): NewAuditRow {
   const changes = event.changes ?? null
   return {
     at,
     actor_type: source.actor.type,
-    actor_id: source.actor.id,
+    actor_id: idText(source.actor.id),
     action: event.action,
     target_type: event.target.type,
-    target_id: event.target.id,
+    target_id: idText(event.target.id),
     request_id: source.requestId,
     ip: source.ip,
     changes: changes === null || Object.keys(changes).length === 0 ? null : JSON.stringify(changes),

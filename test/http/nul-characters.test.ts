@@ -24,6 +24,13 @@ describe('U+0000 and other control characters in what the client sends', () => {
       headers: { authorization: basic('ada\u0000@example.com', PASSWORD) },
     })
     expectEnvelope(me, 401, 'UNAUTHORIZED')
+    // The failed sign-in is in the audit log, the address as typed, the character written out.
+    const failed = await t.get('/audit?action=login.failed', {
+      headers: { 'x-api-key': await apiKey(t) },
+    })
+    expect(failed.body.data.map((event: { target: object }) => event.target)).toEqual([
+      { type: 'login', id: 'ada\\u0000@example.com' },
+    ])
   })
 
   test('a webhook event id or type with a control character is refused (422); retrying one is 404', async () => {
