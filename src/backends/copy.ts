@@ -30,6 +30,11 @@ export const COPIED_TABLES = [
   'account_tokens',
   // Who changed what stays readable after the move.
   'audit_events',
+  // Outbound webhooks keep their endpoints, queue and place in the feed (translated: see
+  // postgres/copy-target.ts), so nothing queued is lost and nothing is sent twice.
+  'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_dispatch',
 ] as const
 
 /** Tables only the shared database has; they must be empty in the target too. */

@@ -3,6 +3,7 @@ import { tempDir } from '../helpers/app'
 import { BINARY, cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
 import { until } from '../helpers/cluster'
 import { freshDatabase, queryOnce } from '../helpers/postgres'
+import { startReceiver, verifyDelivery } from '../helpers/receiver'
 import { freshStorage, incompleteUploadsUnder, objectsUnder } from '../helpers/s3'
 import { STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
@@ -32,17 +33,26 @@ describe('roster copy (the compiled binary)', () => {
     const { storage, env: s3env } = await freshStorage()
     const env = cleanEnv({ ...s3env, ROSTER_WEBHOOK_SECRET: STRIPE_SECRET })
     const data = ['--data-dir', dir.path]
+    await using receiver = await startReceiver('fail')
 
     // A roster on its embedded default, with something of everything.
     const key = (
       await runBinary(['keys', 'create', '--name', 'ops', ...data], { env })
     ).stdout.trim()
-    const sqlite = await startBinary(data, { env })
+    const sqlite = await startBinary([...data, '--webhook-allow-private'], { env })
     let cookie: string
+    let secret: string
     let fileId: string
     let sha256: string
     const bytes = crypto.getRandomValues(new Uint8Array(300_000))
     try {
+      // An endpoint whose receiver fails: its deliveries wait in the queue when the copy runs.
+      const endpoint = await fetch(`${sqlite.url}/webhook-endpoints`, {
+        ...json({ url: receiver.url, events: ['user.created'] }),
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+      })
+      expect(endpoint.status).toBe(201)
+      secret = ((await endpoint.json()) as { secret: string }).secret
       for (let i = 0; i < 30; i += 1) {
         const made = await fetch(
           `${sqlite.url}/users`,
@@ -87,7 +97,9 @@ describe('roster copy (the compiled binary)', () => {
     expect(copied.stdout).toContain('users 31')
     expect(copied.stdout).toContain('1 file(s)')
     // The progress: plain lines off a terminal, the last one at 100 %.
-    expect(copied.stderr).toContain('copying rows: 38 rows (100%)')
+    // 38 rows of users, keys, sessions, uploads and inbound events, 35 audit events, an
+    // endpoint, its 31 queued deliveries and the dispatcher's place.
+    expect(copied.stderr).toContain('copying rows: 106 rows (100%)')
     expect(copied.stderr).toContain('copying files: 1 files (100%)')
     expect(await objectsUnder(storage.prefix)).toEqual([fileId])
 
@@ -97,7 +109,14 @@ describe('roster copy (the compiled binary)', () => {
     expect(again.stdout).toContain('the target already holds this copy; verified: settings')
 
     // The copy serves the same answers: sessions, keys, passwords, files, events, new ids.
-    const flags = ['--database-url', database.url, '--storage', target, ...data]
+    const flags = [
+      '--database-url',
+      database.url,
+      '--storage',
+      target,
+      '--webhook-allow-private',
+      ...data,
+    ]
     const moved = await startBinary(flags, { env })
     try {
       expect((await fetch(`${moved.url}/me`, { headers: { cookie } })).status).toBe(200)
@@ -121,6 +140,15 @@ describe('roster copy (the compiled binary)', () => {
         json({ name: 'New', email: 'new@example.com' }),
       )
       expect(((await next.json()) as { id: number }).id).toBe(32)
+      // The queue goes on where SQLite left it: the 31 waiting, then the new user, each once.
+      receiver.mode = 'ok'
+      await receiver.until(32, 30_000)
+      await Bun.sleep(300)
+      const delivered = receiver.answered.map((entry) => entry.payload.data.target)
+      expect(delivered).toEqual(
+        Array.from({ length: 32 }, (_, i) => ({ type: 'user', id: String(i + 1) })),
+      )
+      for (const entry of receiver.answered) verifyDelivery(entry, secret)
     } finally {
       await moved.stop()
     }

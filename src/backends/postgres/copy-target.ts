@@ -72,6 +72,7 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
     async fill(tables, rowsOf, placed, advance) {
       await pool.begin(async (tx) => {
         for (const table of tables) await copyTable(tx, table, rowsOf(table), advance)
+        if (tables.includes('webhook_dispatch')) await translateFeedPositions(tx)
         if (placed.length > 0) {
           await tx`DELETE FROM pending_objects WHERE id = ANY(${placed}::text[])`
         }
@@ -79,6 +80,19 @@ export async function openCopyTarget(url: string): Promise<CopyTarget> {
     },
     close: () => pool.close(),
   }
+}
+
+/**
+ * Feed positions as PostgreSQL writes them. SQLite's is an event's seq (16 digits); here it is
+ * the writing transaction's xid and the seq (postgres/audit.ts). Every copied event was written
+ * by this one transaction with its seq kept, so SQLite's place `S` is `(this xid, S)` here: the
+ * outbound dispatcher goes on from exactly where it was, and endpoints start where they did.
+ */
+async function translateFeedPositions(tx: SQL): Promise<void> {
+  const translated = (column: string) =>
+    `lpad(pg_current_xact_id()::text, 20, '0') || '.' || lpad((${column})::bigint::text, 19, '0')`
+  await tx.unsafe(`UPDATE webhook_dispatch SET position = ${translated('position')}`)
+  await tx.unsafe(`UPDATE webhook_endpoints SET starts_after = ${translated('starts_after')}`)
 }
 
 /** Column names and PostgreSQL types of a target table. */
