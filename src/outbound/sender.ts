@@ -43,7 +43,8 @@ export const DEFAULT_SENDER_POLICY: SenderPolicy = {
   windowMs: 3 * 24 * 60 * 60 * 1000,
   concurrency: 8,
   timeoutMs: 15_000,
-  leaseMs: 60_000,
+  // An attempt's longest, and time to record it: a delivery whose instance died waits this long.
+  leaseMs: 25_000,
 }
 
 /**

@@ -2,11 +2,14 @@ import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { runBinary } from '../helpers/binary'
 import { startCluster, until } from '../helpers/cluster'
 import { queryOnce } from '../helpers/postgres'
+import { startReceiver, verifyDelivery } from '../helpers/receiver'
 import { SseReader } from '../helpers/sse'
 
 // The audit feed on two instances of the compiled binary sharing PostgreSQL: an SSE client
 // with EventSource's habits (reconnect, Last-Event-ID) follows it across a SIGKILL while
-// writers load both instances; every change is in the feed once, in one order.
+// writers load both instances; every change is in the feed once, in one order. An outbound
+// webhook endpoint receives the same changes: each at least once, in feed order, a second
+// copy only of a delivery an instance was killed holding.
 
 setDefaultTimeout(180_000)
 
@@ -65,12 +68,20 @@ function follow(urls: () => string[], key: string) {
 }
 
 describe('the audit feed on two instances sharing PostgreSQL', () => {
-  test('10,000 changes on both instances, a SIGKILL mid-stream: each event once, in one order', async () => {
-    await using cluster = await startCluster()
+  test('10,000 changes on both instances, a SIGKILL mid-stream: each event once, in one order; each delivered, in order', async () => {
+    await using receiver = await startReceiver()
+    await using cluster = await startCluster({ flags: ['--webhook-allow-private'] })
     const made = await runBinary(['keys', 'create', '--name', 'feed', ...cluster.cliFlags], {
       env: cluster.env,
     })
     const key = made.stdout.trim()
+    const endpoint = await fetch(`${cluster.url}/webhook-endpoints`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ url: receiver.url, events: ['user.created'] }),
+    })
+    expect(endpoint.status).toBe(201)
+    const { secret } = (await endpoint.json()) as { secret: string }
     const urls = () => cluster.instances.map((instance) => instance.url)
     const feed = follow(urls, key)
     // Subscribed before the first change: its stream starts with what happens next.
@@ -111,5 +122,15 @@ describe('the audit feed on two instances sharing PostgreSQL', () => {
     expect(places.every((place, i) => i === 0 || place > (places[i - 1] as string))).toBe(true)
     expect(new Set(feed.seen.map(({ event }) => event.id)).size).toBe(feed.seen.length)
     expect(feed.reconnects).toBeGreaterThanOrEqual(1)
+
+    // The endpoint: every user.created of the feed, first arrivals in the feed's order. An
+    // instance killed between a 2xx and its record sends that one again once its lease lapses.
+    const feedOrder = created().map(({ event }) => event.id)
+    const firsts = () => [...new Set(receiver.answered.map((entry) => entry.headers['webhook-id']))]
+    await until(() => firsts().length >= feedOrder.length, 120_000)
+    expect(firsts()).toEqual(feedOrder)
+    const copies = receiver.answered.length - firsts().length
+    expect(copies).toBeLessThanOrEqual(1)
+    for (const entry of receiver.answered.slice(0, 50)) verifyDelivery(entry, secret)
   })
 })
