@@ -43,9 +43,9 @@ const HEADS = `
   WHERE e.status = 'enabled'`
 
 /**
- * Outbound webhooks in SQLite: one process per file, so the sender's claim is a lease written
- * through the group commit (it keeps an attempt under way from being taken again, and tells
- * `earliestDue` when that endpoint's next delivery may come).
+ * Outbound webhooks in SQLite: one process per file, whose sender knows what it has under way
+ * (and leaves those endpoints out of a claim), so a claim is a read and needs no lease: a
+ * restart finds nothing held. `lease_until` stays empty here (PostgreSQL's senders use it).
  */
 export function createSqliteOutboundRows(store: Store): OutboundRows & {
   readonly inUnit: OutboundWriteRows
@@ -98,13 +98,9 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
        SELECT 1 FROM webhook_endpoints WHERE id = ?1)
      ON CONFLICT DO NOTHING`,
   )
-  const heads = writer.query<HeadRow & { next_attempt_at: number; lease_until: number | null }, []>(
-    HEADS,
-  )
-  const lease = writer.query('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?')
-  const release = writer.query('UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ?')
+  const heads = reader.query<HeadRow & { next_attempt_at: number }, []>(HEADS)
   const earliest = reader.query<{ at: number | null }, []>(
-    `SELECT min(max(next_attempt_at, coalesce(lease_until, 0))) AS at FROM (${HEADS})`,
+    `SELECT min(next_attempt_at) AS at FROM (${HEADS})`,
   )
   const delivered = writer.query(
     `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1,
@@ -236,20 +232,13 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
       return true
     })
 
-  const claim = (now: number, leaseUntil: number, limit: number, excluding: readonly number[]) => {
-    const due = heads
+  const claim = (now: number, limit: number, excluding: readonly number[]) =>
+    heads
       .all()
-      .filter(
-        (row) =>
-          row.next_attempt_at <= now &&
-          (row.lease_until === null || row.lease_until <= now) &&
-          !excluding.includes(row.endpoint_id),
-      )
+      .filter((row) => row.next_attempt_at <= now && !excluding.includes(row.endpoint_id))
       .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
       .slice(0, limit)
-    for (const row of due) lease.run(leaseUntil, row.id)
-    return due.map(outgoingOf)
-  }
+      .map(outgoingOf)
 
   const unit: OutboundWriteRows = {
     insert: (endpoint, at) => settle(() => inWrite.insert(endpoint, at)),
@@ -297,12 +286,9 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
     dispatchedUpTo: () => settle(() => reached.get()?.position ?? null),
     dispatch: (from, to, deliveries, at) =>
       writes.run(() => dispatch(from, to, deliveries, at, Date.parse(at))),
-    claimHeads: (now, leaseUntil, limit, excluding) =>
-      writes.run(() => claim(now, leaseUntil, limit, excluding)),
-    release: (ids) =>
-      writes.run(() => {
-        for (const id of ids) release.run(id)
-      }),
+    claimHeads: (now, _leaseUntil, limit, excluding) => settle(() => claim(now, limit, excluding)),
+    // Nothing is held between a claim and its outcome here (see above).
+    release: () => Promise.resolve(),
     earliestDue: () => settle(() => earliest.get()?.at ?? null),
     pageDeliveries: (endpointId, request: DeliveryPageRequest) =>
       settle(() => {
