@@ -12,7 +12,12 @@ export interface Received {
   payload: {
     type: string
     timestamp: string
-    data: { id: string; action: string } & Record<string, unknown>
+    data: {
+      id: string
+      action: string
+      target: { type: string; id: string | null }
+      [field: string]: unknown
+    }
   }
 }
 
