@@ -44,6 +44,11 @@ function documentation(version: string) {
         name: 'audit',
         description: 'Who changed what and when: the audit log and its live feed',
       },
+      {
+        name: 'webhook endpoints',
+        description:
+          'Outbound webhooks: the audit log’s events POSTed, signed (Standard Webhooks), to URLs you choose',
+      },
       { name: 'operations', description: 'Health and service information' },
     ],
     components: {

@@ -349,6 +349,8 @@ export function webhookEndpointRoutes(
         detail: {
           tags,
           summary: 'One delivery',
+          description:
+            'A delivery of the log, with its payload and its last attempt’s outcome; 404 once purged (--audit-retention).',
           security: delivery.security,
           responses: documented({
             200: DeliveryView,
