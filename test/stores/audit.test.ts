@@ -218,6 +218,47 @@ describe('audit log contract (two instances where the backend is shared)', () =>
     }
   })
 
+  test('a target’s events page newest first across a long log (SQLite reads them block by block)', async () => {
+    await using env = await twoInstances()
+    // 1,300 events, every 97th about user 5: its events lie in six blocks of 256.
+    await env.a.transaction(async (tx) => {
+      for (let n = 1; n <= 1300; n++) {
+        await tx.audit.record(admin, userEvent('user.updated', n % 97 === 0 ? '5' : `u${n}`))
+      }
+    })
+    const seen: number[] = []
+    let before: number | null = null
+    for (let pages = 0; pages < 10; pages++) {
+      const page: Awaited<ReturnType<typeof env.a.audit.page>> = await env.b.audit.page(
+        { targetType: 'user', targetId: '5' },
+        { limit: 4, before },
+      )
+      seen.push(...page.data.map((event) => Number(event.id.slice(4))))
+      if (page.next === null) break
+      before = page.next
+    }
+    expect(seen).toHaveLength(13)
+    expect(seen).toEqual(seen.toSorted((a, b) => b - a))
+    const filtered = await env.a.audit.page(
+      { targetType: 'user', targetId: '5', actorType: 'api_key' },
+      { limit: 4, before: null },
+    )
+    expect(filtered.data).toEqual([])
+  })
+
+  test('the purge never takes the newest event, so its seq is never handed out again', async () => {
+    const clock = new ManualClock(Date.parse('2026-08-01T00:00:00.000Z'))
+    await using env = await twoInstances(clock)
+    for (let n = 1; n <= 3; n++) await env.a.audit.record(SYSTEM, userEvent('user.deleted', `${n}`))
+    const newest = (await env.a.audit.page({}, { limit: 1, before: null })).data[0]?.id
+    clock.advance(365 * 86_400_000)
+    expect(await env.b.audit.purgeBefore(clock.date().toISOString(), 100)).toBe(2)
+    await env.a.audit.record(SYSTEM, userEvent('user.deleted', 'after'))
+    const { data } = await env.a.audit.page({}, { limit: 10, before: null })
+    expect(data.map((event) => event.target.id)).toEqual(['after', '3'])
+    expect(Number(data[0]?.id.slice(4))).toBeGreaterThan(Number(newest?.slice(4)))
+  })
+
   test('the purge deletes the oldest events before the cutoff, at most as many as asked', async () => {
     const clock = new ManualClock(Date.parse('2026-08-01T00:00:00.000Z'))
     await using env = await twoInstances(clock)

@@ -63,7 +63,9 @@ export function createPgAuditRows(pool: SQL): PgAuditRows {
     async purgeBefore(cutoff, limit) {
       const result = await pool`
         DELETE FROM audit_events WHERE seq IN (
-          SELECT seq FROM audit_events WHERE at < ${cutoff} ORDER BY seq LIMIT ${limit})`
+          SELECT seq FROM audit_events
+          WHERE at < ${cutoff} AND seq < (SELECT max(seq) FROM audit_events)
+          ORDER BY seq LIMIT ${limit})`
       return result.count
     },
     async after(position, limit) {

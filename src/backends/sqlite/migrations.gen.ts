@@ -10,8 +10,7 @@ import m7 from '../../../drizzle/0007_roles_and_scopes.sql' with { type: 'text' 
 import m8 from '../../../drizzle/0008_groups.sql' with { type: 'text' }
 import m9 from '../../../drizzle/0009_mail_outbox.sql' with { type: 'text' }
 import m10 from '../../../drizzle/0010_mail_requests.sql' with { type: 'text' }
-import m11 from '../../../drizzle/0011_audit_log.sql' with { type: 'text' }
-import m12 from '../../../drizzle/0012_outbound_webhooks.sql' with { type: 'text' }
+import m11 from '../../../drizzle/0011_audit_log_and_outbound_webhooks.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
@@ -25,6 +24,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0008_groups', when: 1795556447708, sql: m8 },
   { tag: '0009_mail_outbox', when: 1795564705447, sql: m9 },
   { tag: '0010_mail_requests', when: 1795565839818, sql: m10 },
-  { tag: '0011_audit_log', when: 1795586339013, sql: m11 },
-  { tag: '0012_outbound_webhooks', when: 1795757708395, sql: m12 },
+  { tag: '0011_audit_log_and_outbound_webhooks', when: 1795760210680, sql: m11 },
 ]
