@@ -14,6 +14,7 @@ import {
   watchPage,
 } from '../helpers/browser'
 import { multipartBody, multipartType } from '../helpers/multipart'
+import { startReceiver, verifyDelivery } from '../helpers/receiver'
 import { event, STRIPE_SECRET, stripeHeaders } from '../helpers/webhooks'
 
 // Drives the console in Chromium against the compiled binary with the keyboard only: Tab to a
@@ -41,6 +42,7 @@ let context: BrowserContext
 let page: Page
 let watch: PageWatch
 let spareKey: string | null = null
+let receiver: Awaited<ReturnType<typeof startReceiver>>
 
 /** A key for the test's own checks (the console's keys get revoked along the way). */
 const adminKey = () => spareKey as string
@@ -151,9 +153,14 @@ beforeAll(async () => {
   dir = tempDir()
   dataDir = join(dir.path, 'data')
   key = await createKey('console')
-  server = await startBinary(['--data-dir', dataDir], {
-    env: cleanEnv({ ROSTER_WEBHOOK_SECRET: STRIPE_SECRET }),
-  })
+  receiver = await startReceiver('fail')
+  // Outbound webhooks to the test's receiver on 127.0.0.1, given up after 10 s of failures.
+  server = await startBinary(
+    ['--data-dir', dataDir, '--webhook-allow-private', '--webhook-retry-window', '10s'],
+    {
+      env: cleanEnv({ ROSTER_WEBHOOK_SECRET: STRIPE_SECRET }),
+    },
+  )
   await seed()
   spareKey = await createKey('checks')
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
@@ -166,6 +173,7 @@ afterAll(async () => {
   await context?.close()
   await browser?.close()
   await server?.stop()
+  await receiver?.[Symbol.asyncDispose]()
   dir?.[Symbol.dispose]()
 })
 
@@ -385,7 +393,7 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
   })
 
   test('webhook deliveries: filter by status, retry a failed event, hostile types are text', async () => {
-    await openSection('Webhook deliveries')
+    await openSection('Webhooks received')
     await waitForText(page.locator('tbody'), HOSTILE_TYPE)
     expect(await page.locator('main img, main script, main svg').count()).toBe(0)
     await expectAccessible('webhooks')
@@ -407,6 +415,110 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
       await Bun.sleep(100)
       if (i === 49) throw new Error('the retried event was not attempted again')
     }
+  })
+
+  test('webhooks sent: an endpoint made with its secret shown once; one roster disabled is named at the top; enabled and retried, it delivers', async () => {
+    await openSection('Webhooks sent')
+    await expectAccessible('webhooks sent, empty')
+    await activate(page, 'New endpoint')
+    await typeInto(page, 'URL', 'ftp://nowhere.example/x')
+    await typeInto(page, 'Events', 'user.created')
+    await page.keyboard.press('Enter')
+    await waitForText(
+      dialog().locator('.field-error'),
+      'must be an absolute http:// or https:// URL',
+    )
+    expect(await dialog().locator('input[aria-invalid="true"]').getAttribute('name')).toBe(
+      'endpoint-url',
+    )
+    await expectAccessible('new endpoint, refused URL')
+    await typeInto(page, 'URL', receiver.url)
+    await page.keyboard.press('Enter')
+    const shown = dialog().getByLabel('The signing secret')
+    await shown.waitFor()
+    const secret = await shown.inputValue()
+    expect(secret).toMatch(/^whsec_/)
+    await expectAccessible('endpoint secret shown')
+    await activate(page, 'Done')
+    await dialog().waitFor({ state: 'detached' })
+    await waitForText(page.locator('tbody'), receiver.url)
+    expect(await mainText()).not.toContain(secret)
+
+    // The receiver fails for the whole window (10 s here): roster disables the endpoint.
+    const made = await api('/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Hooked', email: 'hooked@example.com' }),
+    })
+    expect(made.status).toBe(201)
+    for (let i = 0; ; i++) {
+      const listed = (await (await api('/webhook-endpoints', {}, adminKey())).json()) as {
+        data: { status: string }[]
+      }
+      if (listed.data[0]?.status === 'disabled') break
+      if (i === 300) throw new Error('the endpoint was not disabled')
+      await Bun.sleep(100)
+    }
+    await openSection('Activity')
+    await openSection('Webhooks sent')
+    await waitForText(page.getByRole('alert'), 'Fix the receiver, then enable it.')
+    await expectAccessible('webhooks sent, one disabled')
+
+    // Enabled again, and the failed delivery sent again from its log: it arrives, signed.
+    receiver.mode = 'ok'
+    await activate(page, 'Enable endpoint 1')
+    await waitForText(page.getByRole('status'), 'Endpoint 1 enabled')
+    await activate(page, 'Deliveries of endpoint 1')
+    await waitForText(dialog().locator('tbody'), 'failed')
+    await expectAccessible('delivery log')
+    const failed = dialog().locator('tbody tr').first()
+    const eventId = ((await failed.locator('code').textContent()) ?? '').trim()
+    await activate(page, `Retry delivery of ${eventId}`)
+    await waitForText(dialog().getByRole('status'), `${eventId} will be sent again now`)
+    await receiver.until(1)
+    verifyDelivery(receiver.answered[0] as never, secret)
+    expect(receiver.answered[0]?.headers['webhook-id']).toBe(eventId)
+    await activate(page, 'Refresh')
+    await waitForText(dialog().locator('tbody'), 'delivered')
+    await activate(page, 'Done')
+    await dialog().waitFor({ state: 'detached' })
+
+    // A rotation shows the new secret once; deleting asks first.
+    await activate(page, 'Rotate secret of endpoint 1')
+    await activate(page, 'Rotate secret')
+    const rotated = dialog().getByLabel('The signing secret')
+    await rotated.waitFor()
+    expect(await rotated.inputValue()).not.toBe(secret)
+    await activate(page, 'Done')
+    await dialog().waitFor({ state: 'detached' })
+    await activate(page, 'Delete endpoint 1')
+    await expectAccessible('delete endpoint')
+    await activate(page, 'Delete endpoint')
+    await waitForText(page.getByRole('status'), 'Endpoint 1 deleted.')
+  })
+
+  test('activity: the audit log filtered by action; a change made elsewhere appears live', async () => {
+    await openSection('Activity')
+    await waitForText(page.getByRole('status'), 'Live: new events appear at the top')
+    await waitForText(page.locator('tbody'), 'webhook_endpoint.deleted')
+    await expectAccessible('activity')
+    await typeInto(page, 'Action', 'user.*')
+    await page.keyboard.press('Enter')
+    await page.locator('tbody').filter({ hasNotText: 'webhook_endpoint' }).waitFor()
+    await waitForText(page.locator('tbody'), 'user.created')
+    await waitForText(page.getByRole('status'), 'Live: new events appear at the top')
+    // Someone else changes a user: the event is at the top without a reload.
+    const made = (await (
+      await api('/users', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: HOSTILE_NAME, email: 'live@example.com' }),
+      })
+    ).json()) as { id: number }
+    await waitForText(page.locator('tbody tr').first(), `user ${made.id}`)
+    await waitForText(page.locator('tbody tr').first(), 'live@example.com')
+    expect(await page.locator('main img, main script, main svg').count()).toBe(0)
+    await expectAccessible('activity, live')
   })
 
   test('mail: a reset sent from the users page waits in the outbox; its link sets the password', async () => {
@@ -629,8 +741,8 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect(page.url()).not.toContain('rk_')
     expect(watch.dialogs).toEqual([])
     // The browser logs the refusals the flows provoked (wrong key, duplicate email, stale
-    // edits); anything else (a CSP refusal, an exception) is a failure.
-    const provoked = /Failed to load resource: .* status of (401|403|409|412) /
+    // edits, a refused endpoint URL); anything else (a CSP refusal, an exception) is a failure.
+    const provoked = /Failed to load resource: .* status of (401|403|409|412|422) /
     expect(watch.errors.filter((text) => !provoked.test(text))).toEqual([])
     const log = server.stderr.join('\n')
     expect(log).not.toContain(key)

@@ -94,13 +94,29 @@ export async function download(path: string): Promise<{ blob: Blob; filename: st
   }
 }
 
-async function send(path: string, options: CallOptions): Promise<Response> {
+/**
+ * How a request carries the console's credential: the key in X-API-Key, or (signed in as an
+ * admin) the session cookie, same origin only (roster's CSRF check lets the console through).
+ */
+export function credentialOf(options: Pick<CallOptions, 'key' | 'withCookie'> = {}): {
+  headers: Record<string, string>
+  credentials: RequestCredentials
+} {
   const key = options.key ?? session.key()
-  const headers: Record<string, string> = { accept: 'application/json', ...options.headers }
-  if (key !== null) headers['x-api-key'] = key
-  // Signed in as an admin: the session cookie goes along (same origin only; roster's CSRF
-  // check lets the console's own origin through).
   const cookie = key === null && (options.withCookie === true || session.admin() !== null)
+  return {
+    headers: key === null ? {} : { 'x-api-key': key },
+    credentials: cookie ? 'same-origin' : 'omit',
+  }
+}
+
+async function send(path: string, options: CallOptions): Promise<Response> {
+  const credential = credentialOf(options)
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    ...options.headers,
+    ...credential.headers,
+  }
   let body: string | undefined
   if (options.body !== undefined) {
     headers['content-type'] ??= 'application/json'
@@ -112,7 +128,7 @@ async function send(path: string, options: CallOptions): Promise<Response> {
       method: options.method ?? 'GET',
       headers,
       body,
-      credentials: cookie ? 'same-origin' : 'omit',
+      credentials: credential.credentials,
       cache: 'no-store',
     })
   } catch {

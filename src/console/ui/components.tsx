@@ -148,6 +148,52 @@ export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => v
   )
 }
 
+/**
+ * Pages of a list read by cursor, newest first: the cursors followed so far (the last one is
+ * the page shown; none: the first page), and the way back.
+ */
+export function useCursors() {
+  const [cursors, setCursors] = useState<string[]>([])
+  return {
+    cursor: cursors.at(-1) ?? null,
+    first: () => setCursors([]),
+    older: (next: string) => setCursors((stack) => [...stack, next]),
+    newer: () => setCursors((stack) => stack.slice(0, -1)),
+  }
+}
+
+/** Newer/Older (and Newest, with `showNewest`) for a list read by cursor. */
+export function CursorPager(props: {
+  label: string
+  pages: ReturnType<typeof useCursors>
+  next: string | null
+  showNewest?: boolean
+}) {
+  const { pages, next } = props
+  const onFirst = pages.cursor === null
+  return (
+    <nav class="pager" aria-label={props.label}>
+      {props.showNewest === true && (
+        <button type="button" disabled={onFirst} onClick={pages.first}>
+          Newest
+        </button>
+      )}
+      <button type="button" disabled={onFirst} onClick={pages.newer}>
+        Newer
+      </button>
+      <button
+        type="button"
+        disabled={next === null}
+        onClick={() => {
+          if (next !== null) pages.older(next)
+        }}
+      >
+        Older
+      </button>
+    </nav>
+  )
+}
+
 /** A form's buttons: the primary submit, and Cancel. */
 export function SubmitOrCancel(props: { submit: string; onCancel: () => void }) {
   return (

@@ -1,6 +1,8 @@
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { call, onSignedOut, session } from './api'
+import { ActivityPage } from './pages/activity'
+import { EndpointsPage } from './pages/endpoints'
 import { GroupsPage } from './pages/groups'
 import { KeysPage } from './pages/keys'
 import { MailOutboxPage } from './pages/mail'
@@ -17,8 +19,10 @@ const PAGES = [
   { hash: '#/groups', title: 'Groups', Page: GroupsPage },
   { hash: '#/keys', title: 'API keys', Page: KeysPage },
   { hash: '#/uploads', title: 'Uploads', Page: UploadsPage },
-  { hash: '#/webhooks', title: 'Webhook deliveries', Page: WebhooksPage },
+  { hash: '#/webhooks', title: 'Webhooks received', Page: WebhooksPage },
+  { hash: '#/webhooks-sent', title: 'Webhooks sent', Page: EndpointsPage },
   { hash: '#/mail', title: 'Mail outbox', Page: MailOutboxPage },
+  { hash: '#/activity', title: 'Activity', Page: ActivityPage },
 ] as const
 
 function currentPage() {

@@ -1,0 +1,412 @@
+import { useState } from 'preact/hooks'
+import { call, problemWith } from '../api'
+import {
+  ColumnHeads,
+  Confirm,
+  CursorPager,
+  Dialog,
+  ErrorNote,
+  Field,
+  formatDate,
+  Notice,
+  type OffsetPage,
+  Pager,
+  RowAction,
+  StatusFilter,
+  SubmitOrCancel,
+  useCursors,
+  useLoad,
+} from '../components'
+
+interface Endpoint {
+  id: number
+  url: string
+  description: string | null
+  events: string[]
+  status: 'enabled' | 'disabled'
+  disabled_reason: string | null
+  previous_secret_expires_at: string | null
+  created_at: string
+}
+
+interface EndpointPage {
+  data: Endpoint[]
+  pagination: OffsetPage
+}
+
+interface Delivery {
+  id: number
+  event_id: string
+  type: string
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  next_attempt_at: string | null
+  response_status: number | null
+  last_error: string | null
+  created_at: string
+}
+
+interface DeliveryPage {
+  data: Delivery[]
+  pagination: { next_cursor: string | null }
+}
+
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const
+
+/** Outbound webhooks: endpoints, their secrets (shown once), and each one's delivery log. */
+export function EndpointsPage() {
+  const [offset, setOffset] = useState(0)
+  const { data, error, reload } = useLoad(
+    async () => (await call<EndpointPage>(`/webhook-endpoints?limit=20&offset=${offset}`)).body,
+    [offset],
+  )
+  const [creating, setCreating] = useState(false)
+  const [secret, setSecret] = useState<{ title: string; url: string; secret: string } | null>(null)
+  const [rotating, setRotating] = useState<Endpoint | null>(null)
+  const [deleting, setDeleting] = useState<Endpoint | null>(null)
+  const [logOf, setLogOf] = useState<Endpoint | null>(null)
+  const [notice, setNotice] = useState<string | null>(null)
+  const [actionError, setActionError] = useState<unknown>(null)
+
+  const setStatus = async (endpoint: Endpoint, status: Endpoint['status']) => {
+    setActionError(null)
+    try {
+      await call(`/webhook-endpoints/${endpoint.id}`, { method: 'PATCH', body: { status } })
+      setNotice(
+        status === 'enabled'
+          ? `Endpoint ${endpoint.id} enabled: what is queued for it is sent now.`
+          : `Endpoint ${endpoint.id} disabled: nothing more is queued for it.`,
+      )
+      reload()
+    } catch (reason) {
+      setActionError(reason)
+    }
+  }
+  const disabled = data?.data.filter((endpoint) => endpoint.status === 'disabled') ?? []
+
+  return (
+    <>
+      {disabled.some((endpoint) => endpoint.disabled_reason?.startsWith('Every attempt')) && (
+        <div class="error" role="alert">
+          <p>Webhook endpoints that roster disabled after failing:</p>
+          <ul>
+            {disabled
+              .filter((endpoint) => endpoint.disabled_reason?.startsWith('Every attempt'))
+              .map((endpoint) => (
+                <li key={endpoint.id}>
+                  {endpoint.url}: {endpoint.disabled_reason} Fix the receiver, then enable it.
+                </li>
+              ))}
+          </ul>
+        </div>
+      )}
+      <div class="actions">
+        <button type="button" class="primary" onClick={() => setCreating(true)}>
+          New endpoint
+        </button>
+      </div>
+      <p class="hint">
+        Each endpoint receives the audit events it names, POSTed as JSON and signed in the Standard
+        Webhooks scheme with its secret, in order, retried with backoff for three days.
+      </p>
+      <Notice text={notice} />
+      <ErrorNote error={error ?? actionError} />
+      {data !== null && (
+        <>
+          <table>
+            <caption>Webhook endpoints</caption>
+            <ColumnHeads names={['Id', 'URL', 'Events', 'Status', 'Created', 'Actions']} />
+            <tbody>
+              {data.data.map((endpoint) => (
+                <tr key={endpoint.id}>
+                  <td>{endpoint.id}</td>
+                  <td>
+                    <code>{endpoint.url}</code>
+                    {endpoint.description !== null && (
+                      <>
+                        <br />
+                        {endpoint.description}
+                      </>
+                    )}
+                  </td>
+                  <td>{endpoint.events.join(', ')}</td>
+                  <td class={endpoint.status === 'disabled' ? 'bad' : undefined}>
+                    {endpoint.status}
+                    {endpoint.disabled_reason !== null && (
+                      <>
+                        <br />
+                        <small>{endpoint.disabled_reason}</small>
+                      </>
+                    )}
+                  </td>
+                  <td>{formatDate(endpoint.created_at)}</td>
+                  <td class="row-actions">
+                    <RowAction
+                      text="Deliveries"
+                      label={`Deliveries of endpoint ${endpoint.id}`}
+                      onClick={() => setLogOf(endpoint)}
+                    />
+                    {endpoint.status === 'enabled' ? (
+                      <RowAction
+                        text="Disable"
+                        label={`Disable endpoint ${endpoint.id}`}
+                        onClick={() => setStatus(endpoint, 'disabled')}
+                      />
+                    ) : (
+                      <RowAction
+                        text="Enable"
+                        label={`Enable endpoint ${endpoint.id}`}
+                        onClick={() => setStatus(endpoint, 'enabled')}
+                      />
+                    )}
+                    <RowAction
+                      text="Rotate secret"
+                      label={`Rotate secret of endpoint ${endpoint.id}`}
+                      onClick={() => setRotating(endpoint)}
+                    />
+                    <RowAction
+                      text="Delete"
+                      label={`Delete endpoint ${endpoint.id}`}
+                      danger
+                      onClick={() => setDeleting(endpoint)}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager page={data.pagination} onOffset={setOffset} />
+        </>
+      )}
+      {creating && (
+        <CreateEndpoint
+          onClose={() => setCreating(false)}
+          onCreated={(made) => {
+            setCreating(false)
+            setSecret({ title: 'Endpoint created', url: made.url, secret: made.secret })
+            reload()
+          }}
+        />
+      )}
+      {secret !== null && <SecretShown {...secret} onClose={() => setSecret(null)} />}
+      {rotating !== null && (
+        <Confirm
+          title="Rotate this endpoint’s secret?"
+          action="Rotate secret"
+          onClose={() => setRotating(null)}
+          onConfirm={async () => {
+            const answer = await call<{ secret: string }>(
+              `/webhook-endpoints/${rotating.id}/rotate-secret`,
+              { method: 'POST', body: {} },
+            )
+            setSecret({ title: 'Secret rotated', url: rotating.url, secret: answer.body.secret })
+            reload()
+          }}
+        >
+          <p>
+            A new secret signs every delivery to <code>{rotating.url}</code>. For 24 hours the old
+            one signs too, so the receiver keeps verifying while it switches.
+          </p>
+        </Confirm>
+      )}
+      {deleting !== null && (
+        <Confirm
+          title="Delete this endpoint?"
+          action="Delete endpoint"
+          onClose={() => setDeleting(null)}
+          onConfirm={async () => {
+            await call(`/webhook-endpoints/${deleting.id}`, { method: 'DELETE' })
+            setNotice(`Endpoint ${deleting.id} deleted.`)
+            reload()
+          }}
+        >
+          <p>
+            Nothing more is sent to <code>{deleting.url}</code>; its delivery log goes with it.
+          </p>
+        </Confirm>
+      )}
+      {logOf !== null && <DeliveryLog endpoint={logOf} onClose={() => setLogOf(null)} />}
+    </>
+  )
+}
+
+function CreateEndpoint(props: {
+  onClose: () => void
+  onCreated: (made: { url: string; secret: string }) => void
+}) {
+  const [url, setUrl] = useState('')
+  const [events, setEvents] = useState('user.*')
+  const [description, setDescription] = useState('')
+  const [error, setError] = useState<unknown>(null)
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    try {
+      const body: Record<string, unknown> = {
+        url: url.trim(),
+        events: events
+          .split(',')
+          .map((pattern) => pattern.trim())
+          .filter((pattern) => pattern !== ''),
+      }
+      if (description.trim() !== '') body.description = description.trim()
+      const answer = await call<{ url: string; secret: string }>('/webhook-endpoints', {
+        method: 'POST',
+        body,
+      })
+      props.onCreated(answer.body)
+    } catch (reason) {
+      setError(reason)
+    }
+  }
+  return (
+    <Dialog title="New webhook endpoint" onClose={props.onClose}>
+      <form onSubmit={submit}>
+        <Field
+          label="URL"
+          name="endpoint-url"
+          value={url}
+          required
+          hint="https://… where roster POSTs the events"
+          onInput={setUrl}
+          error={problemWith(error, 'url')}
+        />
+        <Field
+          label="Events"
+          name="endpoint-events"
+          value={events}
+          required
+          hint="Comma-separated: user.created, a kind such as group.*, or * for everything"
+          onInput={setEvents}
+          error={problemWith(error, 'events')}
+        />
+        <Field
+          label="Description (optional)"
+          name="endpoint-description"
+          value={description}
+          onInput={setDescription}
+          error={problemWith(error, 'description')}
+        />
+        <ErrorNote error={error} />
+        <SubmitOrCancel submit="Create endpoint" onCancel={props.onClose} />
+      </form>
+    </Dialog>
+  )
+}
+
+/** A secret shown once, with a copy button. */
+function SecretShown(props: { title: string; url: string; secret: string; onClose: () => void }) {
+  const [copied, setCopied] = useState<string | null>(null)
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.secret)
+      setCopied('Copied to the clipboard.')
+    } catch {
+      setCopied('The browser refused the clipboard: select the secret and copy it.')
+    }
+  }
+  return (
+    <Dialog title={props.title} onClose={props.onClose}>
+      <p>
+        Deliveries to <code>{props.url}</code> are signed with this secret. This is the only time it
+        is shown: give it to the receiver now.
+      </p>
+      <p class="field">
+        <label for="endpoint-secret">The signing secret</label>
+        <input id="endpoint-secret" class="secret" readOnly value={props.secret} />
+      </p>
+      <Notice text={copied} />
+      <div class="actions">
+        <button type="button" class="primary" onClick={copy}>
+          Copy secret
+        </button>
+        <button type="button" onClick={props.onClose}>
+          Done
+        </button>
+      </div>
+    </Dialog>
+  )
+}
+
+/** An endpoint's deliveries, newest first, with the last answer and a retry. */
+function DeliveryLog(props: { endpoint: Endpoint; onClose: () => void }) {
+  const [status, setStatus] = useState('')
+  const pages = useCursors()
+  const { cursor } = pages
+  const { data, error, reload } = useLoad(async () => {
+    const query = new URLSearchParams({ limit: '10' })
+    if (status !== '') query.set('status', status)
+    if (cursor !== null) query.set('cursor', cursor)
+    return (await call<DeliveryPage>(`/webhook-endpoints/${props.endpoint.id}/deliveries?${query}`))
+      .body
+  }, [status, cursor])
+  const [notice, setNotice] = useState<string | null>(null)
+  const [actionError, setActionError] = useState<unknown>(null)
+  const retry = async (delivery: Delivery) => {
+    setActionError(null)
+    try {
+      await call(`/webhook-endpoints/${props.endpoint.id}/deliveries/${delivery.id}/retry`, {
+        method: 'POST',
+        body: {},
+      })
+      setNotice(`${delivery.event_id} will be sent again now.`)
+      reload()
+    } catch (reason) {
+      setActionError(reason)
+    }
+  }
+  return (
+    <Dialog title={`Deliveries to ${props.endpoint.url}`} onClose={props.onClose}>
+      <StatusFilter
+        id="delivery-status-filter"
+        statuses={DELIVERY_STATUSES}
+        value={status}
+        onChange={(next) => {
+          setStatus(next)
+          pages.first()
+        }}
+        onRefresh={reload}
+      />
+      <Notice text={notice} />
+      <ErrorNote error={error ?? actionError} />
+      {data !== null && (
+        <>
+          <table>
+            <caption>Deliveries, newest first</caption>
+            <ColumnHeads
+              names={['Event', 'Status', 'Attempts', 'Last answer', 'Next attempt', 'Actions']}
+            />
+            <tbody>
+              {data.data.map((delivery) => (
+                <tr key={delivery.id}>
+                  <td>
+                    <code>{delivery.event_id}</code> {delivery.type}
+                  </td>
+                  <td class={delivery.status === 'failed' ? 'bad' : undefined}>
+                    {delivery.status}
+                  </td>
+                  <td>{delivery.attempts}</td>
+                  <td>{delivery.last_error ?? delivery.response_status ?? '—'}</td>
+                  <td>{formatDate(delivery.next_attempt_at)}</td>
+                  <td class="row-actions">
+                    <RowAction
+                      text={delivery.status === 'delivered' ? 'Send again' : 'Retry'}
+                      label={`${delivery.status === 'delivered' ? 'Send again' : 'Retry'} delivery of ${delivery.event_id}`}
+                      onClick={() => retry(delivery)}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {data.data.length === 0 && <p>No deliveries yet.</p>}
+          <CursorPager label="Delivery pages" pages={pages} next={data.pagination.next_cursor} />
+        </>
+      )}
+      <div class="actions">
+        <button type="button" onClick={props.onClose}>
+          Done
+        </button>
+      </div>
+    </Dialog>
+  )
+}
