@@ -266,7 +266,7 @@ function CreateEndpoint(props: {
           name="endpoint-url"
           value={url}
           required
-          hint="https://… where roster POSTs the events"
+          hint="Where roster POSTs the events (http or https)"
           onInput={setUrl}
           error={problemWith(error, 'url')}
         />
