@@ -22,6 +22,7 @@ const EVENT_PATTERNS = ['*', ...ACTION_KINDS.map((kind) => `${kind}.*`), ...AUDI
 
 const Url = t.String({
   maxLength: MAX_URL_LENGTH,
+  error: `must be an http:// or https:// URL of at most ${MAX_URL_LENGTH} characters`,
   description:
     'Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to public addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.',
   examples: ['https://hooks.example.com/roster'],
@@ -35,6 +36,7 @@ const Events = t.Array(
   {
     minItems: 1,
     maxItems: MAX_EVENT_PATTERNS,
+    error: `must be a list of 1 to ${MAX_EVENT_PATTERNS} actions (user.created), kinds (user.*) or *`,
     description: 'The audit events this endpoint receives.',
     examples: [['user.created', 'user.deleted'], ['user.*', 'group.*'], ['*']],
   },
@@ -53,9 +55,14 @@ const Status = t.Union(
   },
 )
 
+// Each body schema carries an `error` of its own: without one, Elysia's message walks the
+// whole body, and a deeply nested one overflows the stack (test/http/deep-bodies.test.ts).
 export const CreateEndpointBody = t.Object(
   { url: Url, events: Events, description: t.Optional(Description) },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    error: 'must be an object with url, events and an optional description, and nothing else',
+  },
 )
 
 export const PatchEndpointBody = t.Object(
@@ -87,7 +94,10 @@ export const RotateSecretBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    error: `must be an object with an optional expires_in (0 to ${MAX_OVERLAP_S} seconds), and nothing else`,
+  },
 )
 
 export const EndpointView = t.Object(
