@@ -33,6 +33,9 @@ describe('PostgreSQL migrations', () => {
         'settings',
         'uploads',
         'users',
+        'webhook_deliveries',
+        'webhook_dispatch',
+        'webhook_endpoints',
         'webhook_events',
       ])
     } finally {
