@@ -194,6 +194,48 @@ export function CursorPager(props: {
   )
 }
 
+/**
+ * A secret roster shows once (a new API key, a webhook endpoint's signing secret): read-only,
+ * with a copy button, and what to do with it said above.
+ */
+export function ShownOnce(props: {
+  title: string
+  label: string
+  copy: string
+  value: string
+  onClose: () => void
+  children: ComponentChildren
+}) {
+  const [copied, setCopied] = useState<string | null>(null)
+  const id = useId()
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value)
+      setCopied('Copied to the clipboard.')
+    } catch {
+      setCopied('The browser refused the clipboard: select the text and copy it.')
+    }
+  }
+  return (
+    <Dialog title={props.title} onClose={props.onClose}>
+      {props.children}
+      <p class="field">
+        <label for={id}>{props.label}</label>
+        <input id={id} class="secret" readOnly value={props.value} />
+      </p>
+      <Notice text={copied} />
+      <div class="actions">
+        <button type="button" class="primary" onClick={copy}>
+          {props.copy}
+        </button>
+        <button type="button" onClick={props.onClose}>
+          Done
+        </button>
+      </div>
+    </Dialog>
+  )
+}
+
 /** A form's buttons: the primary submit, and Cancel. */
 export function SubmitOrCancel(props: { submit: string; onCancel: () => void }) {
   return (

@@ -12,6 +12,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  ShownOnce,
   StatusFilter,
   SubmitOrCancel,
   useCursors,
@@ -293,37 +294,21 @@ function CreateEndpoint(props: {
   )
 }
 
-/** A secret shown once, with a copy button. */
+/** An endpoint's signing secret, shown once. */
 function SecretShown(props: { title: string; url: string; secret: string; onClose: () => void }) {
-  const [copied, setCopied] = useState<string | null>(null)
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(props.secret)
-      setCopied('Copied to the clipboard.')
-    } catch {
-      setCopied('The browser refused the clipboard: select the secret and copy it.')
-    }
-  }
   return (
-    <Dialog title={props.title} onClose={props.onClose}>
+    <ShownOnce
+      title={props.title}
+      label="The signing secret"
+      copy="Copy secret"
+      value={props.secret}
+      onClose={props.onClose}
+    >
       <p>
         Deliveries to <code>{props.url}</code> are signed with this secret. This is the only time it
         is shown: give it to the receiver now.
       </p>
-      <p class="field">
-        <label for="endpoint-secret">The signing secret</label>
-        <input id="endpoint-secret" class="secret" readOnly value={props.secret} />
-      </p>
-      <Notice text={copied} />
-      <div class="actions">
-        <button type="button" class="primary" onClick={copy}>
-          Copy secret
-        </button>
-        <button type="button" onClick={props.onClose}>
-          Done
-        </button>
-      </div>
-    </Dialog>
+    </ShownOnce>
   )
 }
 

@@ -11,6 +11,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  ShownOnce,
   SubmitOrCancel,
   useLoad,
 } from '../components'
@@ -132,7 +133,6 @@ function CreateKey(props: { onClose: () => void }) {
   const [expires, setExpires] = useState('')
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null)
   const [error, setError] = useState<unknown>(null)
-  const [copied, setCopied] = useState<string | null>(null)
 
   const toggle = (scope: string, on: boolean) =>
     setScopes((held) => (on ? [...held, scope] : held.filter((other) => other !== scope)))
@@ -154,37 +154,20 @@ function CreateKey(props: { onClose: () => void }) {
       setError(reason)
     }
   }
-  const copy = async () => {
-    if (created === null) return
-    try {
-      await navigator.clipboard.writeText(created.key)
-      setCopied('Copied to the clipboard.')
-    } catch {
-      setCopied('The browser refused the clipboard: select the key and copy it.')
-    }
-  }
-
   if (created !== null) {
     return (
-      <Dialog title="API key created" onClose={props.onClose}>
+      <ShownOnce
+        title="API key created"
+        label="The new key"
+        copy="Copy key"
+        value={created.key}
+        onClose={props.onClose}
+      >
         <p>
           This is the only time the key “{created.name}” is shown. Store it now; roster keeps only
           its hash.
         </p>
-        <p class="field">
-          <label for="new-key">The new key</label>
-          <input id="new-key" class="secret" readOnly value={created.key} />
-        </p>
-        <Notice text={copied} />
-        <div class="actions">
-          <button type="button" class="primary" onClick={copy}>
-            Copy key
-          </button>
-          <button type="button" onClick={props.onClose}>
-            Done
-          </button>
-        </div>
-      </Dialog>
+      </ShownOnce>
     )
   }
   return (
