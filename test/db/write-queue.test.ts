@@ -251,3 +251,68 @@ describe('async units of work', () => {
     expect(f.committed()).toEqual([])
   })
 })
+
+describe('rows buffered until the commit (the audit log’s)', () => {
+  /** A buffer of rows for table t, written at commit as the audit log's are. */
+  function buffered(f: ReturnType<typeof fixture>) {
+    let rows: string[] = []
+    const insert = f.writer.prepare('INSERT INTO t (x) VALUES (?)')
+    const buffer = {
+      get size() {
+        return rows.length
+      },
+      truncate: (size: number) => {
+        rows.length = Math.min(rows.length, size)
+      },
+      flush: () => {
+        const waiting = rows
+        rows = []
+        for (const x of waiting) insert.run(x)
+      },
+      push: (x: string) => rows.push(x),
+    }
+    f.queue.addBuffer(buffer)
+    return buffer
+  }
+
+  test('commit with the writes that added them; a write rolled back takes its rows out', async () => {
+    using f = fixture()
+    const buffer = buffered(f)
+    const kept = f.queue.run(() => buffer.push('event of a kept write'))
+    const failed = f.queue.run(() => {
+      buffer.push('event of a failed write')
+      throw new Error('refused')
+    })
+    const unit = f.queue.runUnit(async () => {
+      buffer.push('event of a failed unit')
+      await Promise.resolve()
+      throw new Error('unit refused')
+    })
+    const keptUnit = f.queue.runUnit(async () => {
+      await Promise.resolve()
+      buffer.push('event of a kept unit')
+    })
+    await kept
+    await expect(failed).rejects.toThrow('refused')
+    await expect(unit).rejects.toThrow('unit refused')
+    await keptUnit
+    expect(f.committed().map((row) => row.x)).toEqual([
+      'event of a kept unit',
+      'event of a kept write',
+    ])
+    expect(buffer.size).toBe(0)
+  })
+
+  test('a buffered row that cannot be inserted fails the whole batch, as a failed commit does', async () => {
+    using f = fixture()
+    const buffer = buffered(f)
+    await f.add('taken')
+    const write = f.queue.run(() => {
+      f.writer.prepare('INSERT INTO t (x) VALUES (?)').run('row of the write')
+      buffer.push('taken')
+    })
+    await expect(write).rejects.toThrow(/UNIQUE/)
+    expect(f.committed().map((row) => row.x)).toEqual(['taken'])
+    expect(buffer.size).toBe(0)
+  })
+})

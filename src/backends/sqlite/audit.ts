@@ -1,4 +1,4 @@
-import type { SQLQueryBindings } from 'bun:sqlite'
+import type { Database, SQLQueryBindings, Statement } from 'bun:sqlite'
 import type { AuditRow, NewAuditRow } from '../../audit/events'
 import type {
   AuditFilter,
@@ -9,6 +9,7 @@ import type {
 } from '../../audit/log'
 import type { Store } from './connection'
 import { settle } from './settle'
+import type { CommitBuffer } from './write-queue'
 
 const COLUMNS =
   'seq, at, actor_type, actor_id, action, target_type, target_id, request_id, ip, changes'
@@ -31,11 +32,8 @@ export interface SqliteAuditRows extends AuditRows {
 export function createSqliteAuditRows(store: Store): SqliteAuditRows {
   const { reader, writes } = store
   const sqlite = store.db.$client
-  const insert = sqlite.query(
-    `INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id,
-       request_id, ip, changes) VALUES ($at, $actor_type, $actor_id, $action, $target_type,
-       $target_id, $request_id, $ip, $changes)`,
-  )
+  const pending = auditBuffer(sqlite)
+  writes.addBuffer(pending)
   const bySeq = reader.query<AuditRow, [number]>(
     `SELECT ${COLUMNS} FROM audit_events WHERE seq = ?`,
   )
@@ -53,8 +51,9 @@ export function createSqliteAuditRows(store: Store): SqliteAuditRows {
   )
   const watchers = new Set<() => void>()
   let unannounced = false
+  // Inserted with the rest of the batch at its commit (write-queue.ts's CommitBuffer).
   const write = (row: NewAuditRow) => {
-    insert.run({ ...row })
+    pending.push(row)
     unannounced = true
   }
 
@@ -118,6 +117,63 @@ export function createSqliteAuditRows(store: Store): SqliteAuditRows {
       return Promise.resolve(() => {
         watchers.delete(listener)
       })
+    },
+  }
+}
+
+/** Rows per INSERT at commit: one prepared statement per row count up to this. */
+const ROWS_PER_INSERT = 32
+
+/**
+ * The events of a group commit, inserted just before its COMMIT: in commit order (one writer),
+ * 32 rows to a statement. A write rolled back takes its events out (WriteQueue cuts the buffer
+ * back to where its savepoint found it).
+ */
+function auditBuffer(sqlite: Database): CommitBuffer & { push(row: NewAuditRow): void } {
+  let rows: NewAuditRow[] = []
+  const statements = new Map<number, Statement>()
+  const insertOf = (count: number): Statement => {
+    let statement = statements.get(count)
+    if (statement === undefined) {
+      statement = sqlite.prepare(
+        `INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id,
+           request_id, ip, changes) VALUES ${Array(count).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+      )
+      statements.set(count, statement)
+    }
+    return statement
+  }
+  return {
+    get size() {
+      return rows.length
+    },
+    push: (row) => {
+      rows.push(row)
+    },
+    truncate: (size) => {
+      rows.length = Math.min(rows.length, size)
+    },
+    flush() {
+      const waiting = rows
+      rows = []
+      for (let start = 0; start < waiting.length; start += ROWS_PER_INSERT) {
+        const chunk = waiting.slice(start, start + ROWS_PER_INSERT)
+        const values: SQLQueryBindings[] = []
+        for (const row of chunk) {
+          values.push(
+            row.at,
+            row.actor_type,
+            row.actor_id,
+            row.action,
+            row.target_type,
+            row.target_id,
+            row.request_id,
+            row.ip,
+            row.changes,
+          )
+        }
+        insertOf(chunk.length).run(...values)
+      }
     },
   }
 }

@@ -18,6 +18,21 @@ export interface WriteQueueOptions {
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown }
 
+/**
+ * Rows a write adds that are written at commit, all of the batch's in a few statements (the
+ * audit log: an event per change, each statement's fixed cost paid once per commit instead of
+ * once per event). They belong to the transaction like any other row: they are inserted just
+ * before the COMMIT, and a write rolled back to its savepoint takes its rows out of the buffer.
+ */
+export interface CommitBuffer {
+  /** How many rows wait (a write's savepoint remembers it, to cut back to on a rollback). */
+  readonly size: number
+  /** Forgets the rows after the first `size` (their write was rolled back). */
+  truncate(size: number): void
+  /** Inserts every waiting row, inside the open transaction; throws as an INSERT would. */
+  flush(): void
+}
+
 interface Waiting {
   settle(): void
   fail(error: unknown): void
@@ -51,6 +66,7 @@ export class WriteQueue {
   private commitWhenFree = false
   private readonly blocked: (() => void)[] = []
   private readonly statements: ReturnType<typeof prepare>
+  private readonly buffers: CommitBuffer[] = []
 
   constructor(
     private readonly sqlite: Database,
@@ -58,6 +74,11 @@ export class WriteQueue {
   ) {
     this.maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
     this.statements = prepare(sqlite)
+  }
+
+  /** Rows of this buffer are inserted at every commit, and cut back with a rolled-back write. */
+  addBuffer(buffer: CommitBuffer): void {
+    this.buffers.push(buffer)
   }
 
   /** Runs `work` in the current group transaction; settles after that transaction commits. */
@@ -77,10 +98,11 @@ export class WriteQueue {
     return new Promise<T>((resolve, reject) => {
       this.begin()
       this.statements.savepoint.run()
+      const marks = this.marks()
       this.unitInFlight = true
       const end = (outcome: Outcome<T>) => {
         this.unitInFlight = false
-        this.enqueue(this.closeSavepoint(outcome), resolve, reject)
+        this.enqueue(this.closeSavepoint(outcome, marks), resolve, reject)
         while (!this.unitInFlight && this.blocked.length > 0) this.blocked.shift()?.()
         if (!this.unitInFlight && this.commitWhenFree) {
           this.commitWhenFree = false
@@ -119,6 +141,7 @@ export class WriteQueue {
     this.waiting = []
     this.open = false
     try {
+      for (const buffer of this.buffers) buffer.flush()
       this.options.beforeCommit?.()
       this.statements.commit.run()
     } catch (error) {
@@ -158,17 +181,26 @@ export class WriteQueue {
   private attempt<T>(work: () => T): Outcome<T> {
     this.begin()
     this.statements.savepoint.run()
+    const marks = this.marks()
     let outcome: Outcome<T>
     try {
       outcome = { ok: true, value: work() }
     } catch (error) {
       outcome = { ok: false, error }
     }
-    return this.closeSavepoint(outcome)
+    return this.closeSavepoint(outcome, marks)
   }
 
-  /** Releases the write's savepoint, or rolls back to it when the write failed. */
-  private closeSavepoint<T>(result: Outcome<T>): Outcome<T> {
+  /** Where each buffer stood when a write's savepoint opened. */
+  private marks(): number[] {
+    return this.buffers.map((buffer) => buffer.size)
+  }
+
+  /**
+   * Releases the write's savepoint, or rolls back to it when the write failed (and cuts the
+   * buffers back to `marks`, taking out the rows the write added).
+   */
+  private closeSavepoint<T>(result: Outcome<T>, marks: readonly number[]): Outcome<T> {
     const { release, rollbackTo } = this.statements
     let outcome = result
     if (outcome.ok) {
@@ -179,6 +211,7 @@ export class WriteQueue {
         outcome = { ok: false, error }
       }
     }
+    for (const [index, buffer] of this.buffers.entries()) buffer.truncate(marks[index] ?? 0)
     try {
       rollbackTo.run()
       release.run()
@@ -211,6 +244,7 @@ export class WriteQueue {
   }
 
   private abandon(): void {
+    for (const buffer of this.buffers) buffer.truncate(0)
     try {
       if (this.sqlite.inTransaction) this.statements.rollback.run()
     } catch {
