@@ -23,6 +23,10 @@ const total = db.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
 const insert = db.query(
   `INSERT INTO users (name, email, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`,
 )
+const rename = db.query(
+  `UPDATE users SET name = ?, updated_at = ? WHERE id = ? RETURNING ${columns}`,
+)
+const remove = db.query('DELETE FROM users WHERE id = ?')
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), {
     status,
@@ -43,9 +47,22 @@ const server = Bun.serve({
         checks: { database: 'ok', storage: 'ok' },
       })
     },
-    '/users/:id': (req) => {
-      const user = byId.get(Number(req.params.id))
-      return user ? json(user) : json({ error: 'not found' }, 404)
+    '/users/:id': {
+      GET: (req) => {
+        const user = byId.get(Number(req.params.id))
+        return user ? json(user) : json({ error: 'not found' }, 404)
+      },
+      PATCH: async (req) => {
+        const body = (await req.json()) as { name: string }
+        const user = rename.get(body.name, new Date().toISOString(), Number(req.params.id))
+        return user ? json(user) : json({ error: 'not found' }, 404)
+      },
+      DELETE: (req) => {
+        const id = Number(req.params.id)
+        return remove.run(id).changes > 0
+          ? json({ id, deleted: true })
+          : json({ error: 'not found' }, 404)
+      },
     },
     '/users': {
       GET: (req) => {

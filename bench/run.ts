@@ -63,6 +63,8 @@ const ALL_SCENARIOS: Scenario[] = [
   { name: 'GET /v2/users?limit=20', path: '/v2/users?limit=20' },
   { name: 'GET /v2/users cursor at 9000', path: `/v2/users?limit=20&cursor=${cursorAt9000}` },
   { name: 'POST /users', path: '/users', script: 'create-user.lua' },
+  { name: 'PATCH /users/{random id}', path: '/users/1', script: 'patch-user.lua' },
+  { name: 'POST+DELETE /users (pairs)', path: '/users', script: 'create-delete-user.lua' },
 ]
 const scenarios = args.only
   ? ALL_SCENARIOS.filter((s) => args.only?.split(',').some((part) => s.name.includes(part)))
