@@ -2,6 +2,7 @@ import type { Context } from 'elysia'
 import { Elysia } from 'elysia'
 import { tidyCorsHeaders } from './cors'
 import { assignRequestContext } from './request-context'
+import { refuseUndecodablePath } from './unrouted'
 
 /** One step of the work done before routing; it refuses a request by throwing an AppError. */
 export type RequestStep = (request: Request, set: Context['set'], server: Context['server']) => void
@@ -9,7 +10,7 @@ export type RequestStep = (request: Request, set: Context['set'], server: Contex
 /**
  * The per-request work every route shares, in one onRequest hook: time the request, give it
  * its id and API version, tidy what the CORS plugin set, mark a credentialed answer no-store,
- * then the host check (open mode), the rate limit and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
+ * then the host check (open mode), the rate limit, a path that cannot be decoded and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
  * Elysia's generated handler. Registered after the CORS plugin (whose own hook must run
  * before the tidying); nothing before it can fail, so every answer carries the id.
  *
@@ -34,6 +35,7 @@ export function requestPipeline(steps: {
       tidyCorsHeaders(set.headers)
       markPrivate(request, set, null)
       refuseForeignHost(request, set, null)
+      refuseUndecodablePath(request)
       refuseCrossSite(request, set, null)
     })
   }
@@ -44,6 +46,7 @@ export function requestPipeline(steps: {
     markPrivate(request, set, server)
     refuseForeignHost(request, set, server)
     limitRate(request, set, server)
+    refuseUndecodablePath(request)
     refuseCrossSite(request, set, server)
   })
 }
