@@ -101,6 +101,8 @@ export interface AccountFlows {
 
 /** The flows anyone may ask for by naming an address (written off the request path). */
 const REQUESTED_BY_ADDRESS = new Set<MailFlow>(['verify-email', 'password-reset', 'magic-link'])
+/** The flows that end in a sign-in or a new password: not mailed to a deactivated account. */
+const SIGN_IN_FLOWS = new Set<MailFlow>(['password-reset', 'magic-link'])
 
 const REFUSALS: Record<TokenRefusal, { code: ErrorCode; message: string }> = {
   unknown: { code: 'TOKEN_INVALID', message: 'This link is not valid; ask for a new one' },
@@ -234,6 +236,10 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
   ): Promise<{ user: UserRecord } | { suppressed: string }> {
     const user = await userByEmail(users, request.to)
     if (user === null) return { suppressed: 'no account has this address' }
+    // Its links would sign in or reset nothing it may use: sign-in is refused until restored.
+    if (!user.active && SIGN_IN_FLOWS.has(request.flow)) {
+      return { suppressed: 'the account is deactivated' }
+    }
     if (request.flow === 'verify-email' && user.email_verified_at !== null) {
       return { suppressed: 'the address is verified already' }
     }

@@ -11,13 +11,19 @@ import type { CredentialStore, SignedInUser } from './sessions'
 
 /** What the authenticator needs from the users feature. */
 export interface UserLookup {
-  /** id and password hash by email (without regard to case). */
-  byEmail(email: string): Promise<{
+  /**
+   * The account an identifier names: by email, else by username (both without regard to case).
+   */
+  bySignInName(identifier: string): Promise<{
     id: number
+    /** The account's address: the limiter's key, whichever name was typed. */
+    email: string
     passwordHash: string | null
     role: Role
     /** Whether the address is verified (--require-verified-email). */
     verified: boolean
+    /** False: the account is deactivated and may not sign in. */
+    active: boolean
   } | null>
   /** A user's row with its current password hash (null if there is no such user). */
   withPasswordHash(
@@ -101,6 +107,7 @@ export function createAuthenticator(deps: {
       deps.users.withPasswordHash(id),
     )
     if (cached !== null) {
+      if (cached.active === false) throw accountDeactivated()
       if (deps.config.requireVerifiedEmail && cached.email_verified_at === null) {
         throw emailNotVerified()
       }
@@ -114,31 +121,36 @@ export function createAuthenticator(deps: {
     schemes: readonly Scheme[],
     originOf: () => Origin,
   ): Promise<Principal> {
-    const user = await signIn(credentials.email.toLowerCase(), credentials.password, originOf())
+    const user = await signIn(credentials.identifier, credentials.password, originOf())
     if (user === null) throw unauthorized(schemes, 'Invalid email or password')
     deps.basicCache.remember(credentials, user.id, user.passwordHash)
     return { kind: 'user', userId: user.id, role: user.role, scheme: 'basic' }
   }
 
   /**
-   * The one password check, for /login and Basic: the limiter lets it through or answers 429,
-   * argon2 runs (against a dummy hash when the address is unknown, so both failures take as
-   * long), and the outcome is settled with the limiter. The user, or null when the address or
-   * the password is wrong.
+   * The one password check, for /login and Basic: the account is looked up by the name typed
+   * (its email or its username), the limiter lets the attempt through or answers 429, argon2
+   * runs (against a dummy hash when the name is unknown, so both failures take as long), and the
+   * outcome is settled with the limiter. The limiter counts an account's failures under its
+   * address whichever of its names was typed; an unknown name under itself. The user, or null
+   * when the name or the password is wrong.
    */
   async function signIn(
-    address: string,
+    identifier: string,
     password: string,
     origin: Origin,
   ): Promise<{ id: number; passwordHash: string; role: Role } | null> {
+    const typed = identifier.trim().toLowerCase()
+    const user = await deps.users.bySignInName(typed)
+    const address = user === null ? typed : user.email.toLowerCase()
     return await limited<{ id: number; passwordHash: string; role: Role }>(
       address,
       origin,
       async () => {
-        const user = await deps.users.byEmail(address)
         const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
         if (user === null || user.passwordHash === null || !ok) return { failed: user?.id ?? null }
         // Only after the right password: the refusal tells nothing to one who does not know it.
+        if (!user.active) throw accountDeactivated()
         if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
         if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
         return { id: user.id, passwordHash: user.passwordHash, role: user.role }
@@ -316,6 +328,14 @@ let dummy: Promise<string> | null = null
 export function dummyHash(): Promise<string> {
   dummy ??= Bun.password.hash(crypto.randomUUID(), { algorithm: 'argon2id' })
   return dummy
+}
+
+/**
+ * The account is deactivated (SCIM's active false, or PATCH /users/{id} { active: false }): its
+ * password or link is right, and it still may not sign in.
+ */
+export function accountDeactivated(): AppError {
+  return new AppError('FORBIDDEN', 'This account is deactivated; an administrator can restore it')
 }
 
 /** --require-verified-email: the password is right, the address not verified yet. */

@@ -2,7 +2,8 @@ import { randomText } from '../db/random-id'
 import type { SignedInUser } from './sessions'
 
 export interface BasicCredentials {
-  email: string
+  /** The email or the username. */
+  identifier: string
   password: string
 }
 
@@ -10,9 +11,10 @@ const BASIC = /^Basic +([A-Za-z0-9+/]+={0,2})$/i
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
- * `Authorization: Basic base64(email:password)`, decoded as UTF-8 (we announce
- * charset="UTF-8"). Split at the first colon: the password may contain colons, the email not.
- * Null for anything malformed: another scheme, bad base64, bad UTF-8, no colon, empty email.
+ * `Authorization: Basic base64(email:password)` (or username:password), decoded as UTF-8 (we
+ * announce charset="UTF-8"). Split at the first colon: the password may contain colons, the
+ * name not. Null for anything malformed: another scheme, bad base64, bad UTF-8, no colon, an
+ * empty name.
  */
 export function parseBasic(header: string): BasicCredentials | null {
   const encoded = BASIC.exec(header.trim())?.[1]
@@ -25,7 +27,7 @@ export function parseBasic(header: string): BasicCredentials | null {
   }
   const colon = decoded.indexOf(':')
   if (colon <= 0) return null
-  return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+  return { identifier: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
 }
 
 const CACHE_TTL_MS = 60_000
@@ -63,12 +65,12 @@ export class BasicCache {
     if (entry === undefined) return null
     const current = entry.expiresAt > this.now() ? await load(entry.userId) : null
     // The account as it is now must still be the one verified: the same password hash and the
-    // same email (an email change makes the old address a stranger at once, on every instance:
-    // each use reads the row).
+    // same name (an email or username change makes the old name a stranger at once, on every
+    // instance: each use reads the row).
     if (
       current === null ||
       current.passwordHash !== entry.passwordHash ||
-      current.user.email.toLowerCase() !== credentials.email.toLowerCase()
+      !isNamed(current.user, credentials.identifier)
     ) {
       this.entries.delete(id)
       return null
@@ -90,7 +92,13 @@ export class BasicCache {
 
   // A SHA-256 keyed with a secret that lives only in this process: the map never holds
   // anything that could be turned back into a password offline.
-  private idOf({ email, password }: BasicCredentials): string {
-    return Bun.SHA256.hash(`${this.key}\0${email.toLowerCase()}\0${password}`, 'base64')
+  private idOf({ identifier, password }: BasicCredentials): string {
+    return Bun.SHA256.hash(`${this.key}\0${identifier.toLowerCase()}\0${password}`, 'base64')
   }
+}
+
+/** Whether `identifier` is the user's email or username (without regard to case). */
+function isNamed(user: SignedInUser, identifier: string): boolean {
+  const name = identifier.toLowerCase()
+  return user.email.toLowerCase() === name || user.username?.toLowerCase() === name
 }

@@ -28,6 +28,10 @@ export interface SignedInUser {
   role: Role
   /** Read where a sign-in checks it (Basic's cache); a session's lookup does not. */
   email_verified_at?: string | null
+  /** Read where a sign-in checks it (Basic's cache): the other name it may sign in with. */
+  username?: string
+  /** Read where a sign-in checks it (Basic's cache): false refuses sign-in. */
+  active?: boolean
 }
 
 export interface SessionState {

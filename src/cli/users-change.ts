@@ -1,24 +1,33 @@
-import type { Role } from '../auth/access'
 import { ConfigError } from '../config'
 import { parseRowId } from '../db/row-id'
+import type { UserChanges } from '../users/records'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { commandSource } from './open-data'
 import { printWrittenUser, withDeps } from './users-common'
 
-export const ROLE_FLAGS: FlagSpec[] = databaseFlags()
+export const CHANGE_FLAGS: FlagSpec[] = databaseFlags()
+
+/** The commands that switch one thing about a user, and what each writes. */
+export const SWITCHES = {
+  promote: { role: 'admin' },
+  demote: { role: 'member' },
+  activate: { active: true },
+  deactivate: { active: false },
+} as const satisfies Record<string, UserChanges>
+
+export type Switch = keyof typeof SWITCHES
 
 /**
- * `roster users promote ID|EMAIL` and `roster users demote ID|EMAIL`: the first admin, and the
- * way back when no admin can sign in. The same rules as the API: the user's sessions and tokens
- * end, and the last admin is not demoted.
+ * `roster users promote|demote|activate|deactivate ID|EMAIL`: the first admin, and the way back
+ * when no admin can sign in. The same rules as the API: the user's sessions and tokens end (on
+ * a new role or a deactivation), and the last active admin is neither demoted nor deactivated.
  */
-export async function changeRole(
-  role: Role,
+export async function switchUser(
+  command: Switch,
   args: string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  const command = role === 'admin' ? 'promote' : 'demote'
-  const { flags, positionals } = parseFlags('users', args, ROLE_FLAGS, 1)
+  const { flags, positionals } = parseFlags('users', args, CHANGE_FLAGS, 1)
   const target = positionals[0]
   if (target === undefined || target.trim() === '') {
     throw new ConfigError(`users ${command} needs a user id or email`)
@@ -30,7 +39,7 @@ export async function changeRole(
       return 1
     }
     return await printWrittenUser(() =>
-      deps.users.update(id, { role }, { versions: null }, commandSource()),
+      deps.users.update(id, SWITCHES[command], { versions: null }, commandSource()),
     )
   })
 }

@@ -15,6 +15,12 @@ export const CREATE_FLAGS: FlagSpec[] = [
     help: 'the user’s email (the sign-in identifier)',
   },
   {
+    flag: 'username',
+    env: [],
+    defaultText: 'the email',
+    help: 'another name the user may sign in with (SCIM’s userName), unique without regard to case',
+  },
+  {
     flag: 'password-stdin',
     env: [],
     defaultText: 'false',
@@ -39,6 +45,7 @@ export async function createUser(
   const {
     name,
     email,
+    username,
     role = 'member',
     'password-stdin': fromStdin,
     ...serverFlags
@@ -49,7 +56,12 @@ export async function createUser(
     )
   }
   const password = fromStdin === true ? await readPasswordLine() : undefined
-  const input = { name, email, ...(password === undefined ? {} : { password }) }
+  const input = {
+    name,
+    email,
+    ...(username === undefined ? {} : { username }),
+    ...(password === undefined ? {} : { password }),
+  }
   const problems = newUserProblems(input)
   if (problems.length > 0) {
     const text = problems.map(({ field, message }) => `${field} ${message}`).join('; ')
@@ -62,6 +74,7 @@ export async function createUser(
         {
           name: input.name as string,
           email: input.email as string,
+          username: input.username as string | undefined,
           passwordHash,
           role,
         },

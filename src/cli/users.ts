@@ -1,13 +1,14 @@
 import { ConfigError } from '../config'
 import { renderFlags } from './args'
+import { CHANGE_FLAGS, SWITCHES, type Switch, switchUser } from './users-change'
 import { CREATE_FLAGS, createUser } from './users-create'
 import { EXPORT_FLAGS, exportUsers } from './users-export'
 import { IMPORT_FLAGS, importUsers } from './users-import'
-import { changeRole, ROLE_FLAGS } from './users-role'
 
-export const USERS_HELP = () => `Usage: roster users <create|promote|demote|import|export> [flags]
+export const USERS_HELP =
+  () => `Usage: roster users <create|promote|demote|activate|deactivate|import|export> [flags]
 
-roster users create --name NAME --email EMAIL [--password-stdin] [--role member|admin]
+roster users create --name NAME --email EMAIL [--username NAME] [--password-stdin] [--role member|admin]
   Creates one user directly in the database (the server may be running), for bootstrapping
   the first account: the first admin is
     echo "$PASSWORD" | roster users create --role admin --name Ada --email ada@example.com --password-stdin
@@ -18,9 +19,15 @@ ${renderFlags(CREATE_FLAGS)}
 roster users promote ID|EMAIL
 roster users demote ID|EMAIL
   Makes a user an admin, or a member again, directly in the database. The user's sessions and
-  tokens end; the last admin is not demoted. Prints the record as JSON.
+  tokens end; the last active admin is not demoted. Prints the record as JSON.
 
-${renderFlags(ROLE_FLAGS)}
+roster users deactivate ID|EMAIL
+roster users activate ID|EMAIL
+  Refuses the user sign-in (ending its sessions and tokens at once), or restores it, as
+  PATCH /users/{id} { "active": ... } and SCIM's active do. The last active admin is not
+  deactivated. Prints the record as JSON.
+
+${renderFlags(CHANGE_FLAGS)}
 
 roster users export [--format jsonl|csv] > FILE
   Writes every user, in id order and from one snapshot, to standard output: id, name, email,
@@ -39,7 +46,7 @@ roster users import FILE [--format jsonl|csv] [--skip-invalid]
 
 ${renderFlags(IMPORT_FLAGS)}`
 
-/** `roster users create|promote|demote|import|export`. */
+/** `roster users create|promote|demote|activate|deactivate|import|export`. */
 export async function run(
   args: string[],
   env: Record<string, string | undefined>,
@@ -50,13 +57,12 @@ export async function run(
     console.log(USERS_HELP())
     return 0
   }
+  if (action !== undefined && Object.hasOwn(SWITCHES, action)) {
+    return await switchUser(action as Switch, rest, env)
+  }
   switch (action) {
     case 'create':
       return await createUser(rest, env)
-    case 'promote':
-      return await changeRole('admin', rest, env)
-    case 'demote':
-      return await changeRole('member', rest, env)
     case 'import':
       return await importUsers(rest, env)
     case 'export':
@@ -68,7 +74,7 @@ export async function run(
     default:
       throw new ConfigError(
         action === undefined
-          ? 'users needs a command: create, promote, demote, import or export (see roster users --help)'
+          ? 'users needs a command: create, promote, demote, activate, deactivate, import or export (see roster users --help)'
           : `unknown users command ${JSON.stringify(action)} (see roster users --help)`,
       )
   }

@@ -4,7 +4,11 @@
  * into its CONFLICT answer, once.
  */
 export class UniqueViolation extends Error {
-  constructor() {
+  /** The column of the index that refused it (`email_key`, `username_key`), when the database says. */
+  readonly column: string | null
+
+  constructor(column: string | null = null) {
     super('a unique index refused the write')
+    this.column = column
   }
 }

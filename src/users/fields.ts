@@ -7,6 +7,7 @@ import { hasDeceptiveCharacter } from '../text'
  */
 export const MAX_NAME_LENGTH = 200
 export const MAX_EMAIL_LENGTH = 254
+export const MAX_USERNAME_LENGTH = 254
 export const MIN_PASSWORD_LENGTH = 8
 export const MAX_PASSWORD_LENGTH = 128
 /** Longer than any password we accept, short enough that checking it costs nothing. */
@@ -16,6 +17,7 @@ export const MAX_CURRENT_PASSWORD_LENGTH = 1024
 export const FIELD_RULES = {
   name: `must be 1–${MAX_NAME_LENGTH} characters after trimming, with no control characters, bidirectional controls or invisible characters`,
   email: `must be a valid email address of at most ${MAX_EMAIL_LENGTH} characters`,
+  username: `must be 1–${MAX_USERNAME_LENGTH} characters, with no spaces at either end, no control characters, bidirectional controls or invisible characters`,
   password: `must be ${MIN_PASSWORD_LENGTH}–${MAX_PASSWORD_LENGTH} characters`,
   current_password: `must be at most ${MAX_CURRENT_PASSWORD_LENGTH} characters`,
 } as const
@@ -39,6 +41,23 @@ export function isValidName(value: string): boolean {
   return codePoints <= MAX_NAME_LENGTH
 }
 
+/**
+ * A username (SCIM's userName: a login, an email, a UPN) is 1–254 characters (code points) of
+ * well-formed text without control characters, bidirectional controls or invisible characters,
+ * and without spaces at either end: it is an identifier, compared as typed but for case.
+ */
+export function isValidUsername(value: string): boolean {
+  if (CONTROL_CHARACTER.test(value) || !value.isWellFormed() || hasDeceptiveCharacter(value)) {
+    return false
+  }
+  if (value.length === 0 || value.trim() !== value || value.length > MAX_USERNAME_LENGTH * 2) {
+    return false
+  }
+  let codePoints = 0
+  for (const _ of value) codePoints += 1
+  return codePoints <= MAX_USERNAME_LENGTH
+}
+
 /** The JSON Schema `email` format as Ajv and Elysia check it: a dotted domain, ASCII only. */
 const EMAIL =
   /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i
@@ -58,17 +77,18 @@ const isPassword = (value: unknown): value is string =>
 
 /** What is wrong with one field of a new user: `is required`, or the field's rule. */
 export interface FieldProblem {
-  field: 'name' | 'email' | 'password'
+  field: 'name' | 'email' | 'username' | 'password'
   message: string
 }
 
 /**
- * The problems of a new user's name, email and optional password, in that order: the checks
+ * The problems of a new user's name, email, optional username and optional password, in that order: the checks
  * POST /users makes, for callers that have no schema (the CLI's import and create).
  */
 export function newUserProblems(input: {
   name?: unknown
   email?: unknown
+  username?: unknown
   password?: unknown
 }): FieldProblem[] {
   const problems: FieldProblem[] = []
@@ -78,6 +98,12 @@ export function newUserProblems(input: {
   }
   check('name', input.name, typeof input.name === 'string' && isValidName(input.name))
   check('email', input.email, isEmailAddress(input.email))
+  if (
+    input.username !== undefined &&
+    !(typeof input.username === 'string' && isValidUsername(input.username))
+  ) {
+    problems.push({ field: 'username', message: FIELD_RULES.username })
+  }
   if (input.password !== undefined && !isPassword(input.password)) {
     problems.push({ field: 'password', message: FIELD_RULES.password })
   }

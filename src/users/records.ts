@@ -7,6 +7,10 @@ export interface User {
   id: number
   name: string
   email: string
+  /** What the user may sign in with besides its email (SCIM's userName); the email unless set. */
+  username: string
+  /** False: the account may not sign in (SCIM's active). */
+  active: boolean
   created_at: string
   updated_at: string
   /** `member` or `admin` (auth/access.ts). */
@@ -28,6 +32,10 @@ export interface UserRecord extends User {
 export interface NewUser {
   name: string
   email: string
+  /** The email when not given. */
+  username?: string
+  /** True when not given. */
+  active?: boolean
   passwordHash: string | null
   /** `member` when not given. */
   role?: Role
@@ -36,6 +44,9 @@ export interface NewUser {
 export interface UserChanges {
   name?: string
   email?: string
+  username?: string
+  /** False ends every session and token of the user, in the same unit of work. */
+  active?: boolean
   /** A new argon2id hash; undefined leaves the password as it is. */
   passwordHash?: string
   /** A new role; undefined leaves it as it is. */
@@ -55,6 +66,8 @@ export interface WriteGuard {
   refuseIfCanSignIn?: Error
   /** Thrown when the write would change the user's role: a caller that may not change roles. */
   refuseRoleChange?: Error
+  /** Thrown when the write would make the user active or inactive: the same authority as a role. */
+  refuseActiveChange?: Error
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */
@@ -78,6 +91,8 @@ export function toView(user: UserRecord): User {
     id: user.id,
     name: user.name,
     email: user.email,
+    username: user.username,
+    active: user.active,
     created_at: user.created_at,
     updated_at: user.updated_at,
     role: user.role,
@@ -99,6 +114,11 @@ export interface ExportedUser {
 /** The key email uniqueness is decided on: JavaScript lower-casing folds all of Unicode. */
 export function emailKey(email: string): string {
   return email.toLowerCase()
+}
+
+/** The key username uniqueness is decided on, folded as emails are. */
+export function usernameKey(username: string): string {
+  return username.toLowerCase()
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   type User,
   type UserChanges,
   type UserRecord,
+  usernameKey,
   type WriteGuard,
 } from './records'
 import type { SearchRequest, SearchResult } from './search'
@@ -52,6 +53,18 @@ export interface UserWrites {
   verifyEmail(id: number, email: string, by: AuditSource): Promise<UserRecord | null>
 }
 
+/** What a sign-in needs of the account it names. */
+export interface SignInRow {
+  id: number
+  email: string
+  passwordHash: string | null
+  role: Role
+  /** Whether the address is verified (--require-verified-email). */
+  verified: boolean
+  /** False: the account may not sign in (SCIM's active). */
+  active: boolean
+}
+
 /** Users: reads see committed data only. */
 export interface UserStore extends UserWrites {
   get(id: number): Promise<UserRecord | null>
@@ -60,10 +73,13 @@ export interface UserStore extends UserWrites {
   /** The v2 list: filters, and an offset or a keyset position. See SearchResult. */
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
-  /** id and password hash by email, compared without regard to case (for sign-in). */
-  byEmail(
-    email: string,
-  ): Promise<{ id: number; passwordHash: string | null; role: Role; verified: boolean } | null>
+  /** id and password hash by email, compared without regard to case (for the mailed flows). */
+  byEmail(email: string): Promise<SignInRow | null>
+  /**
+   * The same by what a user signs in with: its email, else its username (both without regard
+   * to case). An email wins: a username that is another user's address never hides that user.
+   */
+  bySignInName(identifier: string): Promise<SignInRow | null>
   /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
   withPasswordHash(
     userId: number,
@@ -126,10 +142,13 @@ export interface UserWriteRows {
    * there is no such user.
    */
   lockRole(id: number): Promise<Role | null>
-  /** The user's address, its row locked until this unit ends; null when there is no such user. */
-  lockEmail(id: number): Promise<string | null>
-  /** How many admins there are, as this unit sees them. */
-  countAdmins(): Promise<number>
+  /**
+   * The user's address and username, its row locked until this unit ends; null when there is
+   * no such user.
+   */
+  lockSignInNames(id: number): Promise<{ email: string; username: string } | null>
+  /** How many admins other than `id` can sign in (are active), as this unit sees them. */
+  countOtherActiveAdmins(id: number): Promise<number>
 }
 
 /** What a database keeps of users: the writes above and the reads, row operations only. */
@@ -139,9 +158,8 @@ export interface UserRows extends UserWriteRows {
   /** The v2 list: runs search.ts's plan (runSearch) over one snapshot. */
   search(request: SearchRequest): Promise<SearchResult>
   count(): Promise<number>
-  byEmailKey(
-    key: string,
-  ): Promise<{ id: number; passwordHash: string | null; role: Role; verified: boolean } | null>
+  byEmailKey(key: string): Promise<SignInRow | null>
+  byUsernameKey(key: string): Promise<SignInRow | null>
   withPasswordHash(
     userId: number,
   ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
@@ -177,28 +195,46 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
   const { users, credentials, memberships, accountTokens, audit } = rows
   return {
     async create(input, by) {
-      const user = await uniqueEmail(input.email, users.insert(input))
+      const user = await uniqueUser(input, users.insert(input))
       const changes = changedFields(null, user, AUDITED_FIELDS)
+      // The defaults go unsaid: a username that is the email, an account that is active.
+      if (user.username !== user.email) changes.username = { before: null, after: user.username }
+      if (!user.active) changes.active = { before: null, after: false }
       await audit.record(by, { action: 'user.created', target: userTarget(user.id), changes })
       return user
     },
     async update(id, changes, guard, by) {
       const roleChanges =
         changes.role !== undefined && (await changesRole(users, id, changes.role, guard))
-      const emailBefore = changes.email === undefined ? null : await users.lockEmail(id)
-      const effective = roleChanges ? changes : { ...changes, role: undefined }
-      const { before, after } = await uniqueEmail(changes.email, users.update(id, effective, guard))
-      // A new password or role: every session and token of the user ends (section 12).
-      if (changes.passwordHash !== undefined || roleChanges) {
+      const namesBefore = changes.email === undefined ? null : await users.lockSignInNames(id)
+      const effective = {
+        ...changes,
+        role: roleChanges ? changes.role : undefined,
+        username: changes.username ?? followingUsername(namesBefore, changes.email),
+      }
+      const { before, after } = await uniqueUser(changes, users.update(id, effective, guard))
+      // A new password or role, or an account made inactive: every session and token of the
+      // user ends (sections 12 and 13).
+      const deactivated = before.active && !after.active
+      if (before.active !== after.active && guard.refuseActiveChange !== undefined) {
+        throw guard.refuseActiveChange
+      }
+      if (deactivated && after.role === 'admin') await keepAnAdmin(users, id, 'active')
+      if (changes.passwordHash !== undefined || roleChanges || deactivated) {
         await credentials.revokeAllForUser(id)
       }
       // A new password or address ends the links mailed before it (section 14): a reset link
-      // in an old mailbox must not outlive the change.
-      const emailChanged = emailBefore !== null && emailKey(emailBefore) !== emailKey(after.email)
-      if (changes.passwordHash !== undefined || emailChanged) {
+      // in an old mailbox must not outlive the change. So does a deactivation.
+      const emailChanged =
+        namesBefore !== null && emailKey(namesBefore.email) !== emailKey(after.email)
+      if (changes.passwordHash !== undefined || emailChanged || deactivated) {
         await accountTokens.revoke(id, TOKEN_FLOWS, now().getTime())
       }
-      const changed: Changes = changedFields(before, after, AUDITED_FIELDS)
+      const changed: Changes = changedFields(before, after, [
+        ...AUDITED_FIELDS,
+        'username',
+        'active',
+      ])
       if (changes.passwordHash !== undefined) changed.password = { changed: true }
       if (Object.keys(changed).length > 0) {
         await audit.record(by, { action: 'user.updated', target: userTarget(id), changes: changed })
@@ -249,13 +285,22 @@ async function changesRole(
   return true
 }
 
-/** CONFLICT when `id` is the only admin: nobody demotes or deletes the last admin. */
-async function keepAnAdmin(rows: UserWriteRows, id: number): Promise<void> {
+/**
+ * CONFLICT when no other active admin would remain: nobody demotes, deletes or deactivates the
+ * last admin who can sign in.
+ */
+async function keepAnAdmin(
+  rows: UserWriteRows,
+  id: number,
+  field: 'role' | 'active' = 'role',
+): Promise<void> {
   await rows.lockRoles()
-  if ((await rows.countAdmins()) > 1) return
-  throw conflict(`User ${id} is the last admin; make another user an admin first`, [
-    fieldDetail('role', 'the last admin cannot be demoted or deleted', 'admin'),
-  ])
+  if ((await rows.countOtherActiveAdmins(id)) > 0) return
+  const refusal =
+    field === 'role'
+      ? fieldDetail('role', 'the last admin cannot be demoted or deleted', 'admin')
+      : fieldDetail('active', 'the last admin cannot be deactivated', false)
+  throw conflict(`User ${id} is the last active admin; make another user an admin first`, [refusal])
 }
 
 /**
@@ -278,6 +323,9 @@ export function createUserStore(
     search: (request) => rows.search(request),
     count: () => rows.count(),
     byEmail: (email) => rows.byEmailKey(emailKey(email)),
+    bySignInName: async (identifier) =>
+      (await rows.byEmailKey(emailKey(identifier))) ??
+      (await rows.byUsernameKey(usernameKey(identifier))),
     withPasswordHash: (userId) => rows.withPasswordHash(userId),
     replacePasswordHash: (userId, expected, replacement) =>
       rows.replacePasswordHash(userId, expected, replacement),
@@ -287,16 +335,35 @@ export function createUserStore(
   }
 }
 
-/** A unique violation on the folded email is CONFLICT, with a detail for `email`. */
-async function uniqueEmail<T>(email: string | undefined, write: Promise<T>): Promise<T> {
+/**
+ * A username that is the email (as /users makes them) follows it to a new address, so that the
+ * old address, free again, is not held as someone's username.
+ */
+function followingUsername(
+  before: { email: string; username: string } | null,
+  email: string | undefined,
+): string | undefined {
+  if (before === null || email === undefined) return undefined
+  return usernameKey(before.username) === emailKey(before.email) ? email : undefined
+}
+
+/** A write refused for a taken email or username is CONFLICT, naming the field. */
+async function uniqueUser<T>(
+  values: { email?: string; username?: string },
+  write: Promise<T>,
+): Promise<T> {
   try {
     return await write
   } catch (error) {
-    if (error instanceof UniqueViolation) {
-      throw conflict('A user with this email already exists', [
-        fieldDetail('email', 'is already in use', email),
+    if (!(error instanceof UniqueViolation)) throw error
+    // A username not given is the email: its clash is the email's.
+    if (error.column === 'username_key' && values.username !== undefined) {
+      throw conflict('A user with this username already exists', [
+        fieldDetail('username', 'is already in use', values.username),
       ])
     }
-    throw error
+    throw conflict('A user with this email already exists', [
+      fieldDetail('email', 'is already in use', values.email),
+    ])
   }
 }

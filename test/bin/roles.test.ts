@@ -104,8 +104,30 @@ describe('roles and scoped keys through the compiled binary', () => {
       const last = await runBinary(['users', 'demote', '2', ...data])
       expect(last).toMatchObject({
         code: 1,
-        stderr: 'roster: User 2 is the last admin; make another user an admin first\n',
+        stderr: 'roster: User 2 is the last active admin; make another user an admin first\n',
       })
+
+      // Deactivated on the command line: Bo's token ends and a sign-in is 403 until activated.
+      expect((await runBinary(['users', 'promote', '1', ...data])).code).toBe(0)
+      const off = await runBinary(['users', 'deactivate', 'bo@example.com', ...data])
+      expect(JSON.parse(off.stdout)).toMatchObject({ id: 2, active: false })
+      expect((await call(server.url, '/me', { headers: asAdminBo })).status).toBe(401)
+      const refusedSignIn = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'bo@example.com', password: PASSWORD }),
+      })
+      expect(refusedSignIn.status).toBe(403)
+      const lastActive = await runBinary(['users', 'deactivate', '1', ...data])
+      expect(lastActive.stderr).toBe(
+        'roster: User 1 is the last active admin; make another user an admin first\n',
+      )
+      expect(JSON.parse((await runBinary(['users', 'activate', '2', ...data])).stdout).active).toBe(
+        true,
+      )
+      expect((await call(server.url, '/me', { headers: await signIn('bo@example.com') })).status).toBe(
+        200,
+      )
     } finally {
       await server.stop()
     }
@@ -130,6 +152,7 @@ describe('roles and scoped keys through the compiled binary', () => {
     expect((await runBinary(['keys', 'list', '--json', ...data])).stdout.trim()).toBe('[]')
     const help = await runBinary(['users', '--help'])
     expect(help.stdout).toContain('roster users promote ID|EMAIL')
+    expect(help.stdout).toContain('roster users deactivate ID|EMAIL')
     expect((await runBinary(['keys', '--help'])).stdout).toContain('--scope <SCOPE>…')
   })
 })

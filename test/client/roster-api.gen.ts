@@ -452,7 +452,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a magic link or code
-         * @description Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address.
+         * @description Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address. A deactivated account is refused (403) after its link or code is spent.
          */
         post: operations["postAuthMagic-linkConfirm"];
         delete?: never;
@@ -1428,7 +1428,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a magic link or code
-         * @description Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address.
+         * @description Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address. A deactivated account is refused (403) after its link or code is spent.
          */
         post: operations["postV2AuthMagic-linkConfirm"];
         delete?: never;
@@ -3435,6 +3435,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3647,10 +3654,18 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                 };
             };
         };
@@ -3668,6 +3683,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -3973,6 +3995,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -4188,12 +4217,20 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                     /** @description Ignored: memberships change through /groups/{id}/members/{userId}. */
                     groups?: number[];
                     /** @description Ignored: an address is verified by following the link mailed to it. */
@@ -4221,6 +4258,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -4818,12 +4862,20 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email?: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                 };
             };
         };
@@ -4841,6 +4893,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5221,6 +5280,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5689,6 +5755,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5872,6 +5945,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -6334,6 +6414,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6845,6 +6932,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7362,6 +7456,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -7925,6 +8026,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -8427,6 +8535,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -18518,6 +18633,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -18733,10 +18855,18 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                 };
             };
         };
@@ -18754,6 +18884,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -19059,6 +19196,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -19274,12 +19418,20 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                     /** @description Ignored: memberships change through /groups/{id}/members/{userId}. */
                     groups?: number[];
                     /** @description Ignored: an address is verified by following the link mailed to it. */
@@ -19307,6 +19459,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -19904,12 +20063,20 @@ export interface operations {
                      * @example ada@example.com
                      */
                     email?: string;
+                    /**
+                     * Format: username
+                     * @description What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.
+                     * @example ada
+                     */
+                    username?: string;
                     /** @description Write-only: stored as an argon2id hash, never returned. */
                     password?: string;
                     /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
                     current_password?: string;
                     /** @enum {string} */
                     role?: "member" | "admin";
+                    /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
+                    active?: boolean;
                 };
             };
         };
@@ -19927,6 +20094,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -20307,6 +20481,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -20775,6 +20956,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -20958,6 +21146,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -21420,6 +21615,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -21931,6 +22133,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -22448,6 +22657,13 @@ export interface operations {
                             name: string;
                             /** @example ada@example.com */
                             email: string;
+                            /**
+                             * @description What the user may sign in with besides its email; the email unless set.
+                             * @example ada
+                             */
+                            username: string;
+                            /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                            active: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -23011,6 +23227,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -23513,6 +23736,13 @@ export interface operations {
                         name: string;
                         /** @example ada@example.com */
                         email: string;
+                        /**
+                         * @description What the user may sign in with besides its email; the email unless set.
+                         * @example ada
+                         */
+                        username: string;
+                        /** @description False: the account is deactivated (PATCH with active, or SCIM) and may not sign in. */
+                        active: boolean;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */

@@ -232,7 +232,9 @@ describe('roles over HTTP', () => {
       409,
       'CONFLICT',
     )
-    expect(demoted.message).toBe('User 1 is the last admin; make another user an admin first')
+    expect(demoted.message).toBe(
+      'User 1 is the last active admin; make another user an admin first',
+    )
     expectEnvelope(await t.call('DELETE', '/users/1', { headers: admin }), 409, 'CONFLICT')
     expect((await t.get('/users/1', { headers: key })).body.role).toBe('admin')
     expect((await t.get('/me', { headers: admin })).status).toBe(200)
@@ -240,6 +242,98 @@ describe('roles over HTTP', () => {
     expect(
       (await t.call('PATCH', '/users/1', { json: { role: 'member' }, headers: key })).body.role,
     ).toBe('member')
+  })
+})
+
+describe('deactivating a user over HTTP', () => {
+  test('a member cannot deactivate or reactivate itself (403 naming active); echoing true is fine', async () => {
+    await using t = await makeTestApp()
+    const { token, userId } = await signedIn(t)
+    const asMember = { authorization: `Bearer ${token}` }
+    const refused = expectEnvelope(
+      await t.call('PATCH', `/users/${userId}`, { json: { active: false }, headers: asMember }),
+      403,
+      'FORBIDDEN',
+    )
+    expect(refused.details[0]?.field).toBe('active')
+    const echoed = await t.call('PATCH', `/users/${userId}`, {
+      json: { name: 'Ada L', active: true },
+      headers: asMember,
+    })
+    expect(echoed.body).toMatchObject({ name: 'Ada L', active: true })
+    expect((await t.get('/me', { headers: asMember })).status).toBe(200)
+  })
+
+  test('deactivation ends sessions and tokens, refuses sign-in with 403; reactivation restores it', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = {
+      'x-api-key': (await t.deps.apiKeys.create({ name: 'root', scopes: ['*'] }, SYSTEM)).key,
+    }
+    const ada = await t.post(
+      '/users',
+      { name: 'Ada', email: 'ada@example.com', password: PASSWORD },
+      { headers: key },
+    )
+    const login = await t.post('/login', { email: 'ada@example.com', password: PASSWORD })
+    const asAda = { authorization: `Bearer ${login.body.access_token}` }
+    const off = await t.call('PATCH', `/users/${ada.body.id}`, {
+      json: { active: false },
+      headers: key,
+    })
+    expect(off.body.active).toBe(false)
+    expectEnvelope(await t.get('/me', { headers: asAda }), 401, 'UNAUTHORIZED')
+    const again = expectEnvelope(
+      await t.post('/login', { email: 'ada@example.com', password: PASSWORD }),
+      403,
+      'FORBIDDEN',
+    )
+    expect(again.message).toBe('This account is deactivated; an administrator can restore it')
+    // A wrong password is the same 401 as for anyone: deactivation is told only to the owner.
+    expectEnvelope(
+      await t.post('/login', { email: 'ada@example.com', password: 'not the password' }),
+      401,
+      'INVALID_CREDENTIALS',
+    )
+    const listed = await t.get('/users', { headers: key })
+    expect(listed.body.data.map((user: { active: boolean }) => user.active)).toEqual([false])
+    await t.call('PATCH', `/users/${ada.body.id}`, { json: { active: true }, headers: key })
+    expect((await t.post('/login', { email: 'ada@example.com', password: PASSWORD })).status).toBe(
+      200,
+    )
+  })
+
+  test('the last active admin cannot be deactivated: 409 naming active, and nothing changes', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const key = {
+      'x-api-key': (await t.deps.apiKeys.create({ name: 'root', scopes: ['*'] }, SYSTEM)).key,
+    }
+    await t.post(
+      '/users',
+      { name: 'Root', email: 'root@example.com', password: PASSWORD, role: 'admin' },
+      { headers: key },
+    )
+    const refused = expectEnvelope(
+      await t.call('PATCH', '/users/1', { json: { active: false }, headers: key }),
+      409,
+      'CONFLICT',
+    )
+    expect(refused.details[0]?.field).toBe('active')
+    expect((await t.get('/users/1', { headers: key })).body.active).toBe(true)
+    // An inactive admin does not count: the other admin made inactive cannot hold the seat.
+    await t.post(
+      '/users',
+      { name: 'Bo', email: 'bo@example.com', role: 'admin', active: false },
+      { headers: key },
+    )
+    expectEnvelope(
+      await t.call('PATCH', '/users/1', { json: { role: 'member' }, headers: key }),
+      409,
+      'CONFLICT',
+    )
+    await t.call('PATCH', '/users/2', { json: { active: true }, headers: key })
+    expect(
+      (await t.call('PATCH', '/users/1', { json: { active: false }, headers: key })).body.active,
+    ).toBe(false)
   })
 })
 

@@ -81,7 +81,9 @@ describe('users store contract (two instances where the backend is shared)', () 
     const page = await env.b.users.list({ limit: 2, offset: 2 })
     expect(page.total).toBe(5)
     expect(page.data.map((user) => user.name)).toEqual(['User 3', 'User 4'])
+    expect(page.data.map((user) => user.active)).toEqual([true, true])
     expect(Object.keys(page.data[0] as object).sort()).toEqual([
+      'active',
       'created_at',
       'email',
       'email_verified_at',
@@ -90,13 +92,16 @@ describe('users store contract (two instances where the backend is shared)', () 
       'name',
       'role',
       'updated_at',
+      'username',
     ])
     expect(await env.b.users.list({ limit: 2, offset: 10 })).toEqual({ data: [], total: 5 })
     expect(await env.b.users.byEmail('U1@EXAMPLE.COM')).toEqual({
       id: 1,
+      email: 'u1@Example.com',
       passwordHash: 'hash',
       role: 'member',
       verified: false,
+      active: true,
     })
     expect((await env.b.users.withPasswordHash(1))?.passwordHash).toBe('hash')
     expect(await env.b.users.get(99)).toBeNull()
@@ -104,6 +109,88 @@ describe('users store contract (two instances where the backend is shared)', () 
     expect(await env.b.users.emailsTaken(['U3@example.com', 'nobody@example.com'])).toEqual(
       new Set(['u3@example.com']),
     )
+  })
+
+  test('a username signs in like the email; a username that is the email follows a new address', async () => {
+    await using env = await twoInstances()
+    const ada = await env.a.users.create(
+      { name: 'Ada', email: 'ada@example.com', passwordHash: 'hash' },
+      SYSTEM,
+    )
+    const bob = await env.a.users.create(
+      { name: 'Bob', email: 'bob@example.com', username: 'Bobby', passwordHash: null },
+      SYSTEM,
+    )
+    expect(ada.username).toBe('ada@example.com')
+    expect(bob.username).toBe('Bobby')
+    expect((await env.b.users.bySignInName('BOBBY'))?.id).toBe(bob.id)
+    expect((await env.b.users.bySignInName('bob@example.com'))?.id).toBe(bob.id)
+    expect(await env.b.users.bySignInName('nobody')).toBeNull()
+
+    const moved = await env.b.users.update(
+      ada.id,
+      { email: 'ada@new.example' },
+      { versions: null },
+      SYSTEM,
+    )
+    expect(moved.username).toBe('ada@new.example')
+    const renamed = await env.b.users.update(
+      bob.id,
+      { email: 'robert@example.com' },
+      { versions: null },
+      SYSTEM,
+    )
+    expect(renamed.username).toBe('Bobby')
+    // The old address is free for anyone, as an email and as a username.
+    const next = await env.a.users.create(
+      { name: 'Next', email: 'ADA@example.com', passwordHash: null },
+      SYSTEM,
+    )
+    expect(next.username).toBe('ADA@example.com')
+  })
+
+  test('a username taken in another case is CONFLICT on username; an email that is one, on email', async () => {
+    await using env = await twoInstances()
+    await env.a.users.create(
+      { name: 'Bob', email: 'bob@example.com', username: 'bobby', passwordHash: null },
+      SYSTEM,
+    )
+    const taken = await env.b.users
+      .create(
+        { name: 'B2', email: 'b2@example.com', username: 'BOBBY', passwordHash: null },
+        SYSTEM,
+      )
+      .catch((error: unknown) => error)
+    expect(taken).toMatchObject({ errorCode: 'CONFLICT', details: [{ field: 'username' }] })
+    // An email whose default username another user holds.
+    await env.a.users.create(
+      { name: 'C', email: 'c@example.com', username: 'dee@example.com', passwordHash: null },
+      SYSTEM,
+    )
+    const clash = await env.b.users
+      .create({ name: 'Dee', email: 'dee@example.com', passwordHash: null }, SYSTEM)
+      .catch((error: unknown) => error)
+    expect(clash).toMatchObject({ errorCode: 'CONFLICT', details: [{ field: 'email' }] })
+    expect(await env.b.users.count()).toBe(2)
+  })
+
+  test('deactivating ends the user’s sessions and tokens; sign-in lookups say so; reactivating keeps them ended', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create(
+      { name: 'Sam', email: 'sam@example.com', passwordHash: 'hash' },
+      SYSTEM,
+    )
+    const issued = await env.a.credentials.issue(user.id, SYSTEM, 'password')
+    const off = await env.b.users.update(user.id, { active: false }, { versions: null }, SYSTEM)
+    expect(off.active).toBe(false)
+    expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
+    expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+    expect((await env.a.users.bySignInName('sam@example.com'))?.active).toBe(false)
+    expect((await env.a.users.withPasswordHash(user.id))?.user.active).toBe(false)
+    const on = await env.b.users.update(user.id, { active: true }, { versions: null }, SYSTEM)
+    expect(on.active).toBe(true)
+    expect(on.version).toBe(off.version + 1)
+    expect((await env.a.users.bySignInName('sam@example.com'))?.active).toBe(true)
   })
 
   test('a new password ends the user’s sessions and tokens in the same transaction', async () => {

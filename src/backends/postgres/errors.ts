@@ -12,7 +12,13 @@ export async function neutralUnique<T>(write: Promise<T>): Promise<T> {
   try {
     return await write
   } catch (error) {
-    if (isUniqueViolation(error)) throw new UniqueViolation()
+    if (isUniqueViolation(error)) throw new UniqueViolation(uniqueColumn(error))
     throw error
   }
+}
+
+/** The column PostgreSQL names in its detail: "Key (email_key)=(…) already exists." */
+function uniqueColumn(error: unknown): string | null {
+  const detail = (error as { detail?: string }).detail ?? ''
+  return /^Key \((\w+)\)=/.exec(detail)?.[1] ?? null
 }

@@ -11,6 +11,7 @@ import m8 from '../../../drizzle-pg/0008_mail_outbox.sql' with { type: 'text' }
 import m9 from '../../../drizzle-pg/0009_mail_requests.sql' with { type: 'text' }
 import m10 from '../../../drizzle-pg/0010_audit_log.sql' with { type: 'text' }
 import m11 from '../../../drizzle-pg/0011_outbound_webhooks.sql' with { type: 'text' }
+import m12 from '../../../drizzle-pg/0012_usernames.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -25,4 +26,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0009_mail_requests', when: 1795565841611, sql: m9 },
   { tag: '0010_audit_log', when: 1795586340010, sql: m10 },
   { tag: '0011_outbound_webhooks', when: 1795757710794, sql: m11 },
+  { tag: '0012_usernames', when: 1795767446770, sql: m12 },
 ]

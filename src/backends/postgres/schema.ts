@@ -39,6 +39,9 @@ export const users = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
     role: text('role').notNull().default('member'),
     emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, precision: 3 }),
+    username: text('username'),
+    usernameKey: text('username_key').unique('users_username_key_unique'),
+    active: boolean('active').notNull().default(true),
   },
   (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
 )

@@ -10,6 +10,7 @@ import {
   type NewUser,
   type User,
   type UserRecord,
+  usernameKey,
 } from '../../users/records'
 import {
   runSearchAsync,
@@ -18,7 +19,7 @@ import {
   type StepAnswer,
   searchFilters,
 } from '../../users/search'
-import type { UserRows, UserWriteRows } from '../../users/store'
+import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
 import { neutralUnique } from './errors'
 import { countOf } from './page'
 import { lookupText } from './text'
@@ -31,7 +32,9 @@ const ROLES_LOCK = 0x726f6c65
 const GROUPS = `coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
 // Shown as the API shows every timestamp (ISO 8601, milliseconds, Z), converted by PostgreSQL.
 const VERIFIED = `to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at`
-const VIEW_COLUMNS = `id, name, email, created_at, updated_at, role, ${VERIFIED}, ${GROUPS}`
+// A username is the email until set (coalesce: a row another tool inserted without one).
+const USERNAME = 'coalesce(username, email) AS username'
+const VIEW_COLUMNS = `id, name, email, ${USERNAME}, active, created_at, updated_at, role, ${VERIFIED}, ${GROUPS}`
 
 // Ids are `integer` columns; a client's id (up to 2^53-1) is compared as int8, so one beyond
 // 2^31-1 finds nothing instead of failing the statement.
@@ -51,7 +54,8 @@ function createPgUserWriteRows(
 ): UserWriteRows {
   async function lockGuarded(tx: SQL, id: number, guard: Parameters<typeof checkGuard>[1]) {
     const [current] = await tx<Stored<GuardedRow>[]>`
-      SELECT id, name, email, created_at, updated_at, role, version, password_hash IS NOT NULL AS can_sign_in
+      SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role,
+        version, active, password_hash IS NOT NULL AS can_sign_in
       FROM users WHERE id = ${id}::int8 FOR UPDATE`
     return checkGuard(current && withIsoTimestamps(current), guard)
   }
@@ -61,10 +65,12 @@ function createPgUserWriteRows(
       const at = now().toISOString()
       const [created] = await neutralUnique(
         q<Stored<UserRecord>[]>`
-          INSERT INTO users (name, email, email_key, password_hash, role, created_at, updated_at)
+          INSERT INTO users (name, email, email_key, username, username_key, active, password_hash,
+            role, created_at, updated_at)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
-                  ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
-          RETURNING id, name, email, created_at, updated_at, role, NULL::text AS email_verified_at, version, '[]'::json AS groups`,
+                  ${input.username ?? input.email}, ${usernameKey(input.username ?? input.email)},
+                  ${input.active ?? true}, ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
+          RETURNING id, name, email, username, created_at, updated_at, role, NULL::text AS email_verified_at, version, active, '[]'::json AS groups`,
       )
       return withIsoTimestamps(created as Stored<UserRecord>)
     },
@@ -73,21 +79,25 @@ function createPgUserWriteRows(
       return inTransaction(async (tx) => {
         const before = await lockGuarded(tx, id, guard)
         const email = changes.email ?? null
+        const username = changes.username ?? null
         const [updated] = await neutralUnique(
           tx<Stored<UserRecord>[]>`
             UPDATE users SET
               name = coalesce(${changes.name?.trim() ?? null}::text, name),
               email = coalesce(${email}::text, email),
               email_key = coalesce(${email === null ? null : emailKey(email)}::text, email_key),
+              username = coalesce(${username}::text, username),
+              username_key = coalesce(${username === null ? null : usernameKey(username)}::text, username_key),
               password_hash = coalesce(${changes.passwordHash ?? null}::text, password_hash),
               role = coalesce(${changes.role ?? null}::text, role),
+              active = coalesce(${changes.active ?? null}::boolean, active),
               -- A new address is not verified yet (the email-change flow verifies it after).
               email_verified_at = CASE WHEN ${email === null ? null : emailKey(email)}::text <> email_key
                 THEN NULL ELSE email_verified_at END,
               version = version + 1,
               updated_at = ${now().toISOString()}
             WHERE id = ${id}::int8
-            RETURNING id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
+            RETURNING id, name, email, coalesce(username, email) AS username, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, active,
               coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`,
         )
         return { before, after: withIsoTimestamps(updated as Stored<UserRecord>) }
@@ -116,20 +126,21 @@ function createPgUserWriteRows(
           updated_at = ${at}
         FROM (SELECT id, email_verified_at FROM users WHERE id = ${id}::int8 FOR UPDATE) was
         WHERE users.id = was.id AND users.email_key = ${lookupText(emailKey(email))}
-        RETURNING users.id, users.name, users.email, users.created_at, users.updated_at, users.role,
+        RETURNING users.id, users.name, users.email,
+          coalesce(users.username, users.email) AS username, users.created_at, users.updated_at, users.role,
           to_char(users.email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
           to_char(was.email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS was_verified_at,
-          users.version,
+          users.version, users.active,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups`
       if (row === undefined) return null
       const { was_verified_at: wasVerifiedAt, ...user } = row
       return { user: withIsoTimestamps(user), wasVerifiedAt }
     },
 
-    async lockEmail(id) {
-      const [row] = await q<{ email: string }[]>`
-        SELECT email FROM users WHERE id = ${id}::int8 FOR UPDATE`
-      return row?.email ?? null
+    async lockSignInNames(id) {
+      const [row] = await q<{ email: string; username: string }[]>`
+        SELECT email, coalesce(username, email) AS username FROM users WHERE id = ${id}::int8 FOR UPDATE`
+      return row ?? null
     },
 
     async lockRoles() {
@@ -142,9 +153,9 @@ function createPgUserWriteRows(
       return row?.role ?? null
     },
 
-    async countAdmins() {
+    async countOtherActiveAdmins(id) {
       const [row] = await q<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM users WHERE role = 'admin'`
+        SELECT count(*)::int AS n FROM users WHERE role = 'admin' AND active AND id <> ${id}::int8`
       return row?.n ?? 0
     },
   }
@@ -164,7 +175,7 @@ export function createPgUserRows(
 
     async get(id) {
       const [row] = await pool<Stored<UserRecord>[]>`
-        SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version,
+        SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, active,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
         FROM users WHERE id = ${id}::int8`
       return row === undefined ? null : withIsoTimestamps(row)
@@ -176,7 +187,7 @@ export function createPgUserRows(
       const rows = await pool<(Stored<User> & { total: string })[]>`
         WITH counted AS (SELECT count(*) AS total FROM users)
         SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
-          SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
+          SELECT id, name, email, coalesce(username, email) AS username, active, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
             coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
           FROM users
           ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}
@@ -184,16 +195,31 @@ export function createPgUserRows(
       const total = Number(rows[0]?.total ?? 0)
       const data = rows
         .filter((row) => row.id !== null)
-        .map(({ id, name, email, created_at, updated_at, role, email_verified_at, groups }) => ({
-          id,
-          name,
-          email,
-          created_at: created_at.toISOString(),
-          updated_at: updated_at.toISOString(),
-          role,
-          email_verified_at,
-          groups,
-        }))
+        .map(
+          ({
+            id,
+            name,
+            email,
+            username,
+            active,
+            created_at,
+            updated_at,
+            role,
+            email_verified_at,
+            groups,
+          }) => ({
+            id,
+            name,
+            email,
+            username,
+            active,
+            created_at: created_at.toISOString(),
+            updated_at: updated_at.toISOString(),
+            role,
+            email_verified_at,
+            groups,
+          }),
+        )
       return { data, total }
     },
 
@@ -208,19 +234,22 @@ export function createPgUserRows(
     count: () => countOf(pool`SELECT count(*)::int AS n FROM users`),
 
     async byEmailKey(key) {
-      const [row] = await pool<
-        { id: number; password_hash: string | null; role: Role; verified: boolean }[]
-      >`
-        SELECT id, password_hash, role, email_verified_at IS NOT NULL AS verified
+      const [row] = await pool<SignInColumns[]>`
+        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active
         FROM users WHERE email_key = ${lookupText(key)}`
-      return row === undefined
-        ? null
-        : { id: row.id, passwordHash: row.password_hash, role: row.role, verified: row.verified }
+      return signInRow(row)
+    },
+
+    async byUsernameKey(key) {
+      const [row] = await pool<SignInColumns[]>`
+        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active
+        FROM users WHERE username_key = ${lookupText(key)}`
+      return signInRow(row)
     },
 
     async withPasswordHash(userId) {
       const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
-        SELECT id, name, email, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, password_hash,
+        SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, active, password_hash,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
         FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
@@ -252,10 +281,11 @@ export function createPgUserRows(
           const at = now().toISOString()
           for (const [index, row] of rows.entries()) {
             const result = await tx`
-            INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
-            VALUES (${row.name.trim()}, ${row.email}, ${emailKey(row.email)},
-                    ${row.passwordHash}, ${at}, ${at})
-            ON CONFLICT (email_key) DO NOTHING`
+            INSERT INTO users (name, email, email_key, username, username_key, password_hash,
+              created_at, updated_at)
+            VALUES (${row.name.trim()}, ${row.email}, ${emailKey(row.email)}, ${row.email},
+                    ${usernameKey(row.email)}, ${row.passwordHash}, ${at}, ${at})
+            ON CONFLICT DO NOTHING`
             if (result.count === 1) inserted++
             else conflicts.push(index)
           }
@@ -348,5 +378,26 @@ async function* exportBatches(pool: SQL): AsyncIterable<readonly ExportedUser[]>
   } finally {
     await reserved`ROLLBACK`.catch(() => {})
     reserved.release()
+  }
+}
+
+interface SignInColumns {
+  id: number
+  email: string
+  password_hash: string | null
+  role: Role
+  verified: boolean
+  active: boolean
+}
+
+function signInRow(row: SignInColumns | undefined): SignInRow | null {
+  if (row === undefined) return null
+  return {
+    id: row.id,
+    email: row.email,
+    passwordHash: row.password_hash,
+    role: row.role,
+    verified: row.verified,
+    active: row.active,
   }
 }

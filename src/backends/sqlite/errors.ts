@@ -10,7 +10,13 @@ export function neutralUnique<T>(write: () => T): T {
   try {
     return write()
   } catch (error) {
-    if (isUniqueViolation(error)) throw new UniqueViolation()
+    if (isUniqueViolation(error)) throw new UniqueViolation(uniqueColumn(error))
     throw error
   }
+}
+
+/** The (last) column SQLite names in "UNIQUE constraint failed: users.email_key". */
+function uniqueColumn(error: unknown): string | null {
+  const message = (error as { message?: string }).message ?? ''
+  return /UNIQUE constraint failed: (?:[\w.]+, )*\w+\.(\w+)$/.exec(message)?.[1] ?? null
 }

@@ -22,6 +22,15 @@ export const users = sqliteTable(
     role: text('role').notNull().default('member'),
     /** When the user proved it reads mail at `email` (CONTRACT section 14); null until then. */
     emailVerifiedAt: text('email_verified_at'),
+    /**
+     * The name the user signs in with besides its email (SCIM's userName, CONTRACT section 13);
+     * the email for users made through /users. `username_key` is it lower-cased and carries the
+     * uniqueness rule. Null only in the moment a migration adds them (it fills them at once).
+     */
+    username: text('username'),
+    usernameKey: text('username_key').unique('users_username_key_unique'),
+    /** False: the account may not sign in (SCIM's active; its sessions ended when it was set). */
+    active: integer('active', { mode: 'boolean' }).notNull().default(true),
   },
   // The admins, found without reading every user (the last-admin rule counts them).
   (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],

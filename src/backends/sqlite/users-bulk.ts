@@ -25,8 +25,8 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
     'SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?))',
   )
   const insertPlain = writer.query(
-    `INSERT INTO users (name, email, email_key, password_hash, created_at, updated_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?5)`,
+    `INSERT INTO users (name, email, email_key, username, username_key, password_hash, created_at,
+       updated_at) VALUES (?1, ?2, ?3, ?2, ?3, ?4, ?5, ?5)`,
   )
   // Alone (the CLI) this is BEGIN IMMEDIATE.
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()

@@ -13,6 +13,7 @@ import {
   type User,
   type UserChanges,
   type UserRecord,
+  usernameKey,
   type WriteGuard,
 } from '../../users/records'
 import {
@@ -22,7 +23,7 @@ import {
   type StepAnswer,
   searchFilters,
 } from '../../users/search'
-import type { UserRows, UserWriteRows } from '../../users/store'
+import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
 import { neutralUnique } from './errors'
 import { firstUse } from './first-use'
@@ -31,7 +32,9 @@ import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
 
-const VIEW_COLUMNS = 'id, name, email, created_at, updated_at, role, email_verified_at'
+// A username is the email until set (coalesce: a row another tool inserted without one).
+const VIEW_COLUMNS =
+  'id, name, email, coalesce(username, email) AS username, active, created_at, updated_at, role, email_verified_at'
 const RECORD_COLUMNS = `${VIEW_COLUMNS}, version`
 const GROUPS_JSON = `(SELECT json_group_array(group_id) FROM
   (SELECT group_id FROM group_members WHERE user_id = users.id ORDER BY group_id)) AS groups`
@@ -41,11 +44,13 @@ const recordColumns = {
   id: users.id,
   name: users.name,
   email: users.email,
+  username: sql<string>`coalesce(${users.username}, ${users.email})`,
   created_at: users.createdAt,
   updated_at: users.updatedAt,
   role: users.role,
   email_verified_at: users.emailVerifiedAt,
   version: users.version,
+  active: users.active,
 }
 
 /**
@@ -77,12 +82,12 @@ export function createSqliteUserRows(
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
   )
-  const emailById = writer.query<{ email: string }, [number]>(
-    'SELECT email FROM users WHERE id = ?',
+  const namesById = writer.query<{ email: string; username: string }, [number]>(
+    'SELECT email, coalesce(username, email) AS username FROM users WHERE id = ?',
   )
   const roleById = writer.query<{ role: Role }, [number]>('SELECT role FROM users WHERE id = ?')
-  const adminCount = writer.query<{ n: number }, []>(
-    "SELECT count(*) AS n FROM users WHERE role = 'admin'",
+  const otherActiveAdmins = writer.query<{ n: number }, [number]>(
+    "SELECT count(*) AS n FROM users WHERE role = 'admin' AND active AND id <> ?",
   )
   const currentByEmailKey = writer.query<{ id: number }, [string]>(
     'SELECT id FROM users WHERE email_key = ?',
@@ -91,11 +96,13 @@ export function createSqliteUserRows(
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
-  const byEmailKey = sqlite.query<
-    { id: number; password_hash: string | null; role: Role; verified: number },
-    [string]
-  >(
-    'SELECT id, password_hash, role, email_verified_at IS NOT NULL AS verified FROM users WHERE email_key = ?',
+  const SIGN_IN_COLUMNS =
+    'id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active'
+  const byEmailKey = sqlite.query<SignInColumns, [string]>(
+    `SELECT ${SIGN_IN_COLUMNS} FROM users WHERE email_key = ?`,
+  )
+  const byUsernameKey = sqlite.query<SignInColumns, [string]>(
+    `SELECT ${SIGN_IN_COLUMNS} FROM users WHERE username_key = ?`,
   )
   const verify = writer.query<Omit<UserRecord, 'groups'>, [string, number, string]>(
     `UPDATE users SET email_verified_at = ?1, version = version + 1, updated_at = ?1
@@ -115,7 +122,11 @@ export function createSqliteUserRows(
   const withGroupsOf = (rows: Omit<User, 'groups'>[]): User[] => {
     const found = groupsOfPage(rows.map((row) => row.id))
     // Set on the rows bun:sqlite made, not copied: a copy per row cost more than the read.
-    for (const row of rows as User[]) row.groups = found.get(row.id) ?? []
+    // SQLite keeps `active` as 0 or 1.
+    for (const row of rows as User[]) {
+      row.groups = found.get(row.id) ?? []
+      row.active = (row.active as unknown) === 1
+    }
     return rows as User[]
   }
   // One read transaction: the page and the total are one snapshot, and WAL bookkeeping is paid once.
@@ -130,6 +141,9 @@ export function createSqliteUserRows(
         name: sql.placeholder('name'),
         email: sql.placeholder('email'),
         emailKey: sql.placeholder('emailKey'),
+        username: sql.placeholder('username'),
+        usernameKey: sql.placeholder('usernameKey'),
+        active: sql.placeholder('active'),
         passwordHash: sql.placeholder('passwordHash'),
         role: sql.placeholder('role'),
         createdAt: sql.placeholder('at'),
@@ -148,8 +162,11 @@ export function createSqliteUserRows(
         name: keep(users.name, 'name'),
         email: keep(users.email, 'email'),
         emailKey: keep(users.emailKey, 'emailKey'),
+        username: keep(users.username, 'username'),
+        usernameKey: keep(users.usernameKey, 'usernameKey'),
         passwordHash: keep(users.passwordHash, 'passwordHash'),
         role: keep(users.role, 'role'),
+        active: keep(users.active, 'active'),
         // A new address is not verified yet (the email-change flow verifies it after).
         emailVerifiedAt: sql`CASE WHEN ${sql.placeholder('emailKey')} <> ${users.emailKey} THEN NULL ELSE ${users.emailVerifiedAt} END`,
         version: sql`${users.version} + 1`,
@@ -183,6 +200,9 @@ export function createSqliteUserRows(
             name: input.name.trim(),
             email: input.email,
             emailKey: emailKey(input.email),
+            username: input.username ?? input.email,
+            usernameKey: usernameKey(input.username ?? input.email),
+            active: input.active ?? true,
             passwordHash: input.passwordHash,
             role: input.role ?? 'member',
             at: now().toISOString(),
@@ -197,7 +217,7 @@ export function createSqliteUserRows(
       guard: WriteGuard,
     ): { before: StoredUser; after: UserRecord } {
       return transaction(() => {
-        const before = checkGuard(currentById.get(id), guard)
+        const before = checkGuard(guardedRow(currentById.get(id)), guard)
         const updated = neutralUnique(
           () =>
             update().get({
@@ -205,8 +225,11 @@ export function createSqliteUserRows(
               name: changes.name?.trim() ?? null,
               email: changes.email ?? null,
               emailKey: changes.email === undefined ? null : emailKey(changes.email),
+              username: changes.username ?? null,
+              usernameKey: changes.username === undefined ? null : usernameKey(changes.username),
               passwordHash: changes.passwordHash ?? null,
               role: changes.role ?? null,
+              active: changes.active ?? null,
               at: now().toISOString(),
             }) as Omit<UserRecord, 'groups'>,
         )
@@ -224,12 +247,12 @@ export function createSqliteUserRows(
       const verified = verify.get(now().toISOString(), id, emailKey(email))
       if (verified === null) return null
       const groups = currentGroups.all(id).map((row) => row.group_id)
-      return { user: { ...verified, groups }, wasVerifiedAt }
+      return { user: { ...verified, active: Boolean(verified.active), groups }, wasVerifiedAt }
     },
 
     remove(id: number, guard: WriteGuard): StoredUser {
       return transaction(() => {
-        const removed = checkGuard(currentById.get(id), guard)
+        const removed = checkGuard(guardedRow(currentById.get(id)), guard)
         remove().run({ id })
         return removed
       })
@@ -240,8 +263,8 @@ export function createSqliteUserRows(
   const roles = {
     lockRoles: () => Promise.resolve(),
     lockRole: (id: number) => settle(() => roleById.get(id)?.role ?? null),
-    lockEmail: (id: number) => settle(() => emailById.get(id)?.email ?? null),
-    countAdmins: () => settle(() => adminCount.get()?.n ?? 0),
+    lockSignInNames: (id: number) => settle(() => namesById.get(id) ?? null),
+    countOtherActiveAdmins: (id: number) => settle(() => otherActiveAdmins.get(id)?.n ?? 0),
   }
 
   return {
@@ -262,35 +285,33 @@ export function createSqliteUserRows(
     get: (id) =>
       settle(() => {
         const row = byId.get(id)
-        return row === null ? null : { ...row, groups: JSON.parse(row.groups) as number[] }
+        return row === null
+          ? null
+          : { ...row, active: Boolean(row.active), groups: JSON.parse(row.groups) as number[] }
       }),
     page: (request) => settle(() => readPage(request)),
     search: (request) => settle(() => readSearch(request)),
     count: () => settle(() => total.get()?.n ?? 0),
-    byEmailKey: (key) =>
-      settle(() => {
-        const row = byEmailKey.get(key)
-        return row === null
-          ? null
-          : {
-              id: row.id,
-              passwordHash: row.password_hash,
-              role: row.role,
-              verified: row.verified === 1,
-            }
-      }),
+    byEmailKey: (key) => settle(() => signInRow(byEmailKey.get(key))),
+    byUsernameKey: (key) => settle(() => signInRow(byUsernameKey.get(key))),
     withPasswordHash: (userId) =>
       settle(() => {
         const row = withHashById.get(userId)
         if (row === null) return null
         const { password_hash: passwordHash, groups, ...user } = row
-        return { user: { ...user, groups: JSON.parse(groups) as number[] }, passwordHash }
+        const active = Boolean(user.active)
+        return { user: { ...user, active, groups: JSON.parse(groups) as number[] }, passwordHash }
       }),
     replacePasswordHash: async (userId, expected, replacement) => {
       await writes.run(() => replaceHash.run(replacement, userId, expected))
     },
     ...createSqliteUserBulk(store, now),
   }
+}
+
+/** SQLite keeps booleans as 0 and 1: the row a guarded write reads, with `active` as a boolean. */
+function guardedRow(row: GuardedRow | null): GuardedRow | null {
+  return row === null ? null : { ...row, active: Boolean(row.active) }
 }
 
 type Statement = ReturnType<Database['query']>
@@ -357,4 +378,25 @@ function filterSql(filters: SearchFilters) {
   return joined === ''
     ? { where: '', and: '', params }
     : { where: ` WHERE ${joined}`, and: ` AND ${joined}`, params }
+}
+
+interface SignInColumns {
+  id: number
+  email: string
+  password_hash: string | null
+  role: Role
+  verified: number
+  active: number
+}
+
+function signInRow(row: SignInColumns | null): SignInRow | null {
+  if (row === null) return null
+  return {
+    id: row.id,
+    email: row.email,
+    passwordHash: row.password_hash,
+    role: row.role,
+    verified: row.verified === 1,
+    active: row.active === 1,
+  }
 }

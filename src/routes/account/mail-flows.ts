@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { AccountFlows, Asker } from '../../accounts/flows'
+import { accountDeactivated } from '../../auth/authenticator'
 import { hashPassword } from '../../auth/passwords'
 import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
 import type { Config } from '../../config'
@@ -246,6 +247,7 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
       async ({ body, request, server, cookie, set }) => {
         const by = source(request, server, set)
         const user = await flows.confirmMagicLink(magicLinkProof(body), by)
+        if (!user.active) throw accountDeactivated()
         const issued = await credentials.issue(user.id, by, 'magic_link')
         writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
         set.headers['cache-control'] = NO_STORE
@@ -264,9 +266,13 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
           tags,
           summary: 'Sign in with a magic link or code',
           description:
-            'Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address.',
+            'Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address. A deactivated account is refused (403) after its link or code is spent.',
           security: magicConfirm.security,
-          responses: documented({ 200: LoginAnswer, ...CONFIRM_ERRORS }),
+          responses: documented({
+            200: LoginAnswer,
+            ...CONFIRM_ERRORS,
+            ...errorResponses('FORBIDDEN'),
+          }),
         },
       },
     )

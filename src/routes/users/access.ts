@@ -28,22 +28,28 @@ export function usersAccess(mode: UsersAccess) {
     },
 
     /**
-     * Who may give a role (section 12): an admin or a key with users:write, in either mode. A
-     * write that would change the role of a user otherwise carries this refusal in its guard.
+     * Who may give a role (section 12), or deactivate and restore an account (section 13): an
+     * admin or a key with users:write, in either mode. A write that would change either
+     * otherwise carries this refusal in its guard.
      */
-    roleRefusal(set: object): AppError | undefined {
+    roleRefusal(set: object, field: 'role' | 'active' = 'role'): AppError | undefined {
       if (holds(principalOf(set), 'users:write')) return undefined
+      const what = field === 'role' ? 'a role' : 'whether an account is active'
       return new AppError(
         'FORBIDDEN',
-        'Only an admin or an API key with users:write changes a role',
-        [fieldDetail('role', 'users:write is required to change a role', '')],
+        `Only an admin or an API key with users:write changes ${what}`,
+        [fieldDetail(field, `users:write is required to change ${what}`, '')],
       )
     },
 
-    /** POST: a role other than member needs the same authority. */
-    requireRoleAuthority(set: object, role: Role | undefined): void {
-      if (role === undefined || role === 'member') return
-      const refusal = this.roleRefusal(set)
+    /** POST: a role other than member, or an inactive account, needs the same authority. */
+    requireRoleAuthority(set: object, role: Role | undefined, active?: boolean): void {
+      const refusal =
+        role !== undefined && role !== 'member'
+          ? this.roleRefusal(set)
+          : active === false
+            ? this.roleRefusal(set, 'active')
+            : undefined
       if (refusal !== undefined) throw refusal
     },
   }

@@ -63,9 +63,11 @@ export interface UsersRouteInputs {
 type UpdateBody = {
   name?: string
   email?: string
+  username?: string
   password?: string
   current_password?: string
   role?: Role
+  active?: boolean
 }
 
 /**
@@ -94,10 +96,14 @@ export function usersRoutes(
     const { set, request, server } = context
     const id = parseUserId(rawId)
     access.requireSelf(set, 'users:write', id)
-    const fields = [body.name, body.email, body.password, body.role]
+    const fields = [body.name, body.email, body.username, body.password, body.role, body.active]
     if (fields.every((field) => field === undefined)) {
       throw validationFailed([
-        fieldDetail('body', 'must contain at least one of name, email, password, role', body),
+        fieldDetail(
+          'body',
+          'must contain at least one of name, email, username, password, role, active',
+          body,
+        ),
       ])
     }
     const credentialGuard = await authorizeCredentialChange(
@@ -110,12 +116,21 @@ export function usersRoutes(
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
     const user = await users.update(
       id,
-      { name: body.name, email: body.email, passwordHash, role: body.role },
+      {
+        name: body.name,
+        email: body.email,
+        username: body.username,
+        passwordHash,
+        role: body.role,
+        active: body.active,
+      },
       {
         ...guard,
         ...credentialGuard,
         // Made only when a role is asked for: most writes carry none.
         refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
+        refuseActiveChange:
+          body.active === undefined ? undefined : access.roleRefusal(set, 'active'),
       },
       auditSourceOf(set),
     )
@@ -153,7 +168,7 @@ export function usersRoutes(
     .post(
       '/users',
       async ({ body, request, set }) => {
-        access.requireRoleAuthority(set, body.role)
+        access.requireRoleAuthority(set, body.role, body.active)
         const key = checkedIdempotencyKey(request.headers.get('idempotency-key'))
         const scope = `${principalKey(principalOf(set))}:POST /users`
         const fingerprint = key === null ? '' : idempotency.fingerprint(body)
@@ -161,7 +176,14 @@ export function usersRoutes(
         if (earlier !== null) return replay(earlier)
 
         const passwordHash = body.password === undefined ? null : await hashPassword(body.password)
-        const input = { name: body.name, email: body.email, passwordHash, role: body.role }
+        const input = {
+          name: body.name,
+          email: body.email,
+          username: body.username,
+          passwordHash,
+          role: body.role,
+          active: body.active,
+        }
         if (key === null) {
           const { status, view, location } = createdAnswer(
             await users.create(input, auditSourceOf(set)),

@@ -5,6 +5,7 @@ import {
   FIELD_RULES,
   isValidEmail,
   isValidName,
+  isValidUsername,
   MAX_CURRENT_PASSWORD_LENGTH,
   MAX_EMAIL_LENGTH,
   MAX_NAME_LENGTH,
@@ -17,6 +18,7 @@ import {
  * field, so a bad name is reported together with the rest.
  */
 FormatRegistry.Set('user-name', isValidName)
+FormatRegistry.Set('username', isValidUsername)
 
 /**
  * Puts roster's `email` format check back. @elysiajs/openapi (through @sinclair/typemap)
@@ -35,6 +37,14 @@ const Name = t.String({
   description: `1–${MAX_NAME_LENGTH} characters after trimming, no control characters, bidirectional controls or invisible characters; stored trimmed.`,
   error: FIELD_RULES.name,
   examples: ['Ada Lovelace'],
+})
+
+const Username = t.String({
+  format: 'username',
+  error: FIELD_RULES.username,
+  description:
+    'What the user may sign in with besides its email (SCIM’s userName); unique without regard to case. The email when not given at creation.',
+  examples: ['ada'],
 })
 
 export const EmailFormat = t.String({
@@ -58,6 +68,11 @@ const CurrentPassword = t.String({
     'Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email.',
 })
 
+const ActiveField = t.Boolean({
+  description:
+    'False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write.',
+})
+
 const RoleField = t.Union([t.Literal('member'), t.Literal('admin')], {
   error: 'must be member or admin',
   description:
@@ -65,7 +80,14 @@ const RoleField = t.Union([t.Literal('member'), t.Literal('admin')], {
 })
 
 export const CreateUserBody = t.Object(
-  { name: Name, email: EmailFormat, password: t.Optional(Password), role: t.Optional(RoleField) },
+  {
+    name: Name,
+    email: EmailFormat,
+    username: t.Optional(Username),
+    password: t.Optional(Password),
+    role: t.Optional(RoleField),
+    active: t.Optional(ActiveField),
+  },
   { additionalProperties: false },
 )
 
@@ -74,9 +96,11 @@ export const ReplaceUserBody = t.Object(
   {
     name: Name,
     email: EmailFormat,
+    username: t.Optional(Username),
     password: t.Optional(Password),
     current_password: t.Optional(CurrentPassword),
     role: t.Optional(RoleField),
+    active: t.Optional(ActiveField),
     groups: t.Optional(
       t.Array(Type.Integer(), {
         description: 'Ignored: memberships change through /groups/{id}/members/{userId}.',
@@ -98,14 +122,16 @@ export const PatchUserBody = t.Object(
   {
     name: t.Optional(Name),
     email: t.Optional(EmailFormat),
+    username: t.Optional(Username),
     password: t.Optional(Password),
     current_password: t.Optional(CurrentPassword),
     role: t.Optional(RoleField),
+    active: t.Optional(ActiveField),
   },
   {
     additionalProperties: false,
     minProperties: 1,
-    error: 'must contain at least one of name, email, password, role',
+    error: 'must contain at least one of name, email, username, password, role, active',
   },
 )
 
@@ -114,6 +140,14 @@ export const UserView = t.Object(
     id: Type.Integer({ minimum: 1, examples: [1] }),
     name: t.String({ examples: ['Ada Lovelace'] }),
     email: t.String({ examples: ['ada@example.com'] }),
+    username: t.String({
+      examples: ['ada'],
+      description: 'What the user may sign in with besides its email; the email unless set.',
+    }),
+    active: t.Boolean({
+      description:
+        'False: the account is deactivated (PATCH with active, or SCIM) and may not sign in.',
+    }),
     created_at: t.String({ format: 'date-time' }),
     updated_at: t.String({ format: 'date-time' }),
     role: t.Union([t.Literal('member'), t.Literal('admin')]),

@@ -1,7 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { passwordWorkload } from '../../../src/auth/passwords'
 import { expectEnvelope, makeTestApp } from '../../helpers/app'
-import { basic, form, PASSWORD } from '../../helpers/auth'
+import { apiKey, basic, form, PASSWORD } from '../../helpers/auth'
 
 // Many sign-ins here each run argon2id (tens of ms).
 setDefaultTimeout(30_000)
@@ -79,6 +79,96 @@ describe('POST /login', () => {
     const ratio = wrongPassword.ms / unknownEmail.ms
     expect(ratio).toBeGreaterThan(0.3)
     expect(ratio).toBeLessThan(3)
+  })
+
+  test('the username signs in as the email does, in any case, on /login and with Basic', async () => {
+    await using t = await makeTestApp()
+    await t.post('/users', { ...ada, username: 'Ada.L' })
+    const reply = await t.call('POST', '/login', form({ username: 'ADA.l', password: PASSWORD }))
+    expect(reply.status).toBe(200)
+    expect(reply.body.user).toMatchObject({ id: 1, username: 'Ada.L' })
+    const secure = await t.call('GET', '/secure', {
+      headers: { authorization: basic('ada.l', PASSWORD) },
+    })
+    expect(secure.status).toBe(200)
+    // Twice more: the second comes from the cache, which knows the username too.
+    for (const name of ['ada.l', 'ada@example.com']) {
+      const again = await t.call('GET', '/secure', {
+        headers: { authorization: basic(name, PASSWORD) },
+      })
+      expect(again.status).toBe(200)
+    }
+    expectEnvelope(
+      await t.call('POST', '/login', form({ username: 'Ada.L', password: 'wrong password!' })),
+      401,
+      'INVALID_CREDENTIALS',
+    )
+  })
+
+  test('an email wins over a username that is the same text: each account keeps its own name', async () => {
+    await using t = await makeTestApp()
+    await t.post('/users', { ...ada, username: 'ada' })
+    // Bob's username is Ada's address once Ada has a username of her own.
+    await t.post('/users', {
+      name: 'Bob',
+      email: 'bob@example.com',
+      username: 'ada@example.com',
+      password: 'bobs password is long',
+    })
+    const asAda = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: PASSWORD }),
+    )
+    expect(asAda.body.user.id).toBe(1)
+    expectEnvelope(
+      await t.call(
+        'POST',
+        '/login',
+        form({ email: 'ada@example.com', password: 'bobs password is long' }),
+      ),
+      401,
+      'INVALID_CREDENTIALS',
+    )
+    const asBob = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'bob@example.com', password: 'bobs password is long' }),
+    )
+    expect(asBob.body.user.id).toBe(2)
+  })
+
+  test('a deactivated account is refused with 403 after the right password, and 401 with a wrong one', async () => {
+    await using t = await makeTestApp()
+    await t.post('/users', ada)
+    const warm = await t.call('GET', '/secure', {
+      headers: { authorization: basic(ada.email, PASSWORD) },
+    })
+    expect(warm.status).toBe(200)
+    const admin = { 'x-api-key': await apiKey(t) }
+    const off = await t.call('PATCH', '/users/1', { json: { active: false }, headers: admin })
+    expect(off.body.active).toBe(false)
+    const refused = expectEnvelope(
+      await t.call('POST', '/login', form({ email: ada.email, password: PASSWORD })),
+      403,
+      'FORBIDDEN',
+    )
+    expect(refused.message).toBe('This account is deactivated; an administrator can restore it')
+    expectEnvelope(
+      await t.call('POST', '/login', form({ email: ada.email, password: 'wrong password!' })),
+      401,
+      'INVALID_CREDENTIALS',
+    )
+    // Basic, though its verification is cached.
+    expectEnvelope(
+      await t.call('GET', '/secure', { headers: { authorization: basic(ada.email, PASSWORD) } }),
+      403,
+      'FORBIDDEN',
+    )
+    await t.call('PATCH', '/users/1', { json: { active: true }, headers: admin })
+    expect(
+      (await t.call('POST', '/login', form({ email: ada.email, password: PASSWORD }))).status,
+    ).toBe(200)
   })
 
   test('a user created without a password cannot sign in', async () => {

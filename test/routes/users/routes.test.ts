@@ -14,6 +14,8 @@ describe('POST /users', () => {
       id: 1,
       name: 'Ada Lovelace',
       email: 'Ada@Example.com',
+      username: 'Ada@Example.com',
+      active: true,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: reply.body.created_at,
       role: 'member',
@@ -28,6 +30,44 @@ describe('POST /users', () => {
     const v2 = await t.post('/v2/users', { name: 'B', email: 'b@example.com' })
     expect(v2.headers.get('location')).toBe('/v2/users/2')
     expect(v2.headers.get('api-version')).toBe('2')
+  })
+
+  test('a username: given or the email; unique without regard to case; changed by PATCH', async () => {
+    await using t = await makeTestApp()
+    const made = await t.post('/users', {
+      name: 'Ada',
+      email: 'ada@example.com',
+      username: 'Ada.L',
+    })
+    expect(made.body.username).toBe('Ada.L')
+    const taken = expectEnvelope(
+      await t.post('/users', { name: 'B', email: 'b@example.com', username: 'ADA.l' }),
+      409,
+      'CONFLICT',
+    )
+    expect(taken.details).toEqual([
+      { field: 'username', message: 'is already in use', received: 'ADA.l' },
+    ])
+    // A username that is the same as a username made from an email clashes too.
+    await t.post('/users', { name: 'C', email: 'c@example.com' })
+    expectEnvelope(
+      await t.post('/users', { name: 'E', email: 'e@example.com', username: 'C@example.com' }),
+      409,
+      'CONFLICT',
+    )
+    const patched = await t.call('PATCH', `/users/${made.body.id}`, { json: { username: 'ada' } })
+    expect(patched.body.username).toBe('ada')
+    for (const username of ['', ' ada', 'ada ', 'a\u0000b', 'a\u202eb', 'x'.repeat(255)]) {
+      const error = expectEnvelope(
+        await t.post('/users', { name: 'D', email: 'd@example.com', username }),
+        422,
+        'VALIDATION_ERROR',
+      )
+      expect(error.details[0]?.field).toBe('username')
+    }
+    const events = await t.deps.audit.page({ action: 'user.*' }, { limit: 10, before: null })
+    expect(events.data[0]?.changes).toEqual({ username: { before: 'Ada.L', after: 'ada' } })
+    expect(events.data.at(-1)?.changes?.username).toEqual({ before: null, after: 'Ada.L' })
   })
 
   test('refuses a duplicate email without regard to case: 409 with a detail for email', async () => {
@@ -245,7 +285,7 @@ describe('PATCH /users/{id}', () => {
     expect(error.details).toEqual([
       {
         field: 'body',
-        message: 'must contain at least one of name, email, password, role',
+        message: 'must contain at least one of name, email, username, password, role, active',
         received: '{}',
       },
     ])

@@ -555,9 +555,11 @@ describe('a restart', () => {
     for (const email of ['a@example.com', 'b@example.com']) {
       expect(await second.users.byEmail(email)).toEqual({
         id: expect.any(Number),
+        email,
         passwordHash: null,
         role: 'member',
         verified: false,
+        active: true,
       })
     }
     expect(
