@@ -125,9 +125,9 @@ describe('roles and scoped keys through the compiled binary', () => {
       expect(JSON.parse((await runBinary(['users', 'activate', '2', ...data])).stdout).active).toBe(
         true,
       )
-      expect((await call(server.url, '/me', { headers: await signIn('bo@example.com') })).status).toBe(
-        200,
-      )
+      expect(
+        (await call(server.url, '/me', { headers: await signIn('bo@example.com') })).status,
+      ).toBe(200)
     } finally {
       await server.stop()
     }
