@@ -25,6 +25,7 @@ import { groupRoutes } from './routes/groups/routes'
 import { healthChecks, healthRoutes } from './routes/health'
 import { mailRoutes } from './routes/mail/routes'
 import { metricsRoutes } from './routes/metrics'
+import { scimRoutes } from './routes/scim/routes'
 import { uploadRoutes } from './routes/uploads/routes'
 import { userExportRoutes } from './routes/users/export-routes'
 import { type ApiVersion, usersRoutes } from './routes/users/routes'
@@ -106,6 +107,7 @@ export function createApp(
     app.use(eventsRoutes(inputs.events, prefix))
     app.use(webhookEndpointRoutes(inputs.webhookEndpoints, prefix))
   }
+  app.use(scimRoutes(inputs.scim))
   app.use(unroutedRequests(routes))
   routes.load(app.routes)
   return app
@@ -184,6 +186,7 @@ function routeInputs(deps: Deps) {
       config,
     },
     audit: { auth, audit: deps.audit, config },
+    scim: { auth, scimUsers: deps.scimUsers, scimGroups: deps.scimGroups, config },
     events: {
       auth,
       hub: deps.feed,

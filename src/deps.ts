@@ -13,6 +13,7 @@ import {
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
 import { LoginLimiter } from './auth/limiter'
+import { hashPassword } from './auth/passwords'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
 import { type Backend, openBackend, type UnitRows } from './backends/index'
 import { openFileStore } from './backends/storage'
@@ -36,6 +37,8 @@ import {
   type OutboundWrites,
   outboundWrites,
 } from './outbound/store'
+import { ScimGroups } from './scim/groups'
+import { ScimUsers } from './scim/service'
 import { createSmtpTransport } from './smtp/transport'
 import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
@@ -96,6 +99,9 @@ export interface Deps {
    * them and the sender that delivers them (both started by the server).
    */
   readonly outbound: Outbound
+  /** SCIM's Users and Groups over the users' and groups' rules (CONTRACT section 13). */
+  readonly scimUsers: ScimUsers
+  readonly scimGroups: ScimGroups
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
@@ -219,6 +225,13 @@ export async function makeDeps(
     audit,
     feed,
     outbound,
+    scimUsers: new ScimUsers({
+      users,
+      profiles: backend.scim,
+      transaction,
+      hashPassword,
+    }),
+    scimGroups: new ScimGroups({ groups, rows: backend.scim, transaction }),
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),

@@ -8,6 +8,7 @@ import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/stor
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { MailOutbox, MailWrites } from '../mail/outbox'
 import type { OutboundRows, OutboundWriteRows } from '../outbound/store'
+import type { ScimProfileRows, ScimProfileWrites } from '../scim/profile'
 import type { PendingFiles } from '../uploads/files'
 import type { UploadRecords, UploadRecordWrites } from '../uploads/records'
 import type { UserRows, UserWriteRows } from '../users/store'
@@ -27,6 +28,7 @@ export interface UnitRows {
   apiKeys: ApiKeyWriteRows
   uploads: UploadRecordWrites
   outbound: OutboundWriteRows
+  scimProfiles: ScimProfileWrites
 }
 
 /**
@@ -52,6 +54,8 @@ export interface Backend {
   readonly audit: AuditRows
   /** Outbound webhooks: endpoints, the dispatcher's place and the delivery queue. */
   readonly outbound: OutboundRows
+  /** What SCIM keeps of users beyond their records, and SCIM's filtered lists. */
+  readonly scim: ScimProfileRows
   /** Files being written to a shared store (a bucket); null where none is offered (SQLite). */
   readonly pendingFiles: PendingFiles | null
   /** Runs a unit of work over every store's rows. */

@@ -162,3 +162,33 @@ export const unsupportedMediaType = (message: string) =>
 
 export const preconditionFailed = () =>
   new AppError('PRECONDITION_FAILED', 'If-Match does not match the current ETag')
+
+/** RFC 7644 section 3.12's `scimType` values roster answers with. */
+export type ScimType =
+  | 'invalidFilter'
+  | 'invalidSyntax'
+  | 'invalidValue'
+  | 'invalidPath'
+  | 'invalidVers'
+  | 'mutability'
+  | 'noTarget'
+  | 'tooMany'
+  | 'uniqueness'
+
+/**
+ * An error of a SCIM request, with its `scimType`. Under `/scim/v2` every error is answered in
+ * SCIM's form (http/error-handler.ts); this one says which `scimType` it has.
+ */
+export class ScimError extends AppError {
+  constructor(
+    errorCode: ErrorCode,
+    readonly scimType: ScimType | null,
+    message: string,
+  ) {
+    super(errorCode, message)
+  }
+}
+
+/** A SCIM 400 with its scimType (invalidFilter, invalidValue, invalidSyntax, …). */
+export const scimBadRequest = (scimType: ScimType, message: string) =>
+  new ScimError('BAD_REQUEST', scimType, message)

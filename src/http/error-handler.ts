@@ -1,5 +1,5 @@
 import { Elysia, ParseError, ValidationError } from 'elysia'
-import { AppError, badRequest, validationFailed } from '../errors/errors'
+import { AppError, badRequest, ScimError, type ScimType, validationFailed } from '../errors/errors'
 import type { Logger } from '../log'
 import { jsonResponse, type MappedAnswer } from './json-response'
 import { publicBaseUrl } from './request-context'
@@ -32,15 +32,18 @@ export function errorHandler(options: ErrorHandlerOptions) {
       if (request.signal.aborted) return clientGone(error, request, set, label, requestId)
       const appError = toAppError(error, code, request, options, requestId)
       if (appError.errorCode === 'INSUFFICIENT_STORAGE') options.onDiskFull?.()
-      const response = errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
-      set.status = appError.status
+      const scim = isScimPath(request.url)
+      const response = scim
+        ? scimErrorResponse(appError, requestId)
+        : errorResponse(appError, requestId, publicBaseUrl(request, options.publicUrl))
+      set.status = response.status
       const length = response.headers.get('content-length')
       set.headers['content-length'] = length ?? undefined
       options.onAnswer?.({
         set,
         request,
         route: label,
-        status: appError.status,
+        status: response.status,
         bytes: request.method === 'HEAD' ? 0 : Number(length ?? 0),
         requestId,
       })
@@ -111,6 +114,50 @@ export function errorBody(error: AppError, requestId: string, docsBase: string) 
 /** The envelope as a Response; also used outside Elysia (the server's last-resort handler). */
 export function errorResponse(error: AppError, requestId: string, docsBase: string): Response {
   return jsonResponse(errorBody(error, requestId, docsBase), error.status, {
+    'x-request-id': requestId,
+    ...error.headers,
+  })
+}
+
+/** Whether a request is SCIM's (`/scim/v2/…`, any case): its errors take SCIM's form. */
+export function isScimPath(url: string): boolean {
+  return /^\/scim\/v2(\/|$)/i.test(pathOf(url))
+}
+
+const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error'
+const SCIM_JSON = 'application/scim+json; charset=utf-8'
+
+/** The scimType an error of roster's own kind has under SCIM (RFC 7644 section 3.12). */
+function scimTypeOf(error: AppError): ScimType | null {
+  if (error instanceof ScimError) return error.scimType
+  if (error.errorCode === 'CONFLICT') {
+    // A taken name is uniqueness; another conflict (the last admin's seat) has no scimType.
+    const field = error.details[0]?.field
+    return field === 'email' || field === 'username' || field === 'name' ? 'uniqueness' : null
+  }
+  if (error.errorCode === 'VALIDATION_ERROR') return 'invalidValue'
+  if (error.errorCode === 'BAD_REQUEST') return 'invalidSyntax'
+  return null
+}
+
+/**
+ * SCIM's error form (RFC 7644 section 3.12): `status` as a string, `scimType` where one
+ * applies, `detail` with the message and each field's problem. The request id stays in the
+ * `X-Request-Id` header.
+ */
+export function scimErrorResponse(error: AppError, requestId: string): Response {
+  const problems = error.details.map((detail) => `${detail.field}: ${detail.message}`)
+  const scimType = scimTypeOf(error)
+  // SCIM has no 422: a value refused is 400 invalidValue (RFC 7644 section 3.12).
+  const status = error.status === 422 ? 400 : error.status
+  const body = {
+    schemas: [SCIM_ERROR],
+    status: String(status),
+    ...(scimType === null ? {} : { scimType }),
+    detail: problems.length === 0 ? error.message : `${error.message}: ${problems.join('; ')}`,
+  }
+  return jsonResponse(body, status, {
+    'content-type': SCIM_JSON,
     'x-request-id': requestId,
     ...error.headers,
   })

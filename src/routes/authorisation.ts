@@ -41,6 +41,7 @@ const KEY_OR_USER: readonly Scheme[] = ['apiKey', 'basic', 'bearer', 'session']
 const USER: readonly Scheme[] = ['bearer', 'session']
 const NONE: readonly Scheme[] = []
 
+const SCIM: Rule = { scope: 'scim', members: 'none', anonymous: 'never', schemes: KEY }
 const publicRoute: Rule = { scope: null, members: 'any', anonymous: 'always', schemes: NONE }
 function keyOrAdmin(scope: Scope | null): Rule {
   return {
@@ -108,6 +109,27 @@ export const RULES = {
   'GET /audit': keyOrAdmin('audit:read'),
   'GET /audit/:id': keyOrAdmin('audit:read'),
   'GET /events': keyOrAdmin('audit:read'),
+  // SCIM (section 13): an identity provider's key with the scim scope, and nothing else.
+  'ALL /scim/v2/*': SCIM,
+  'GET /scim/v2/ServiceProviderConfig': SCIM,
+  'GET /scim/v2/ResourceTypes': SCIM,
+  'GET /scim/v2/ResourceTypes/:id': SCIM,
+  'GET /scim/v2/Schemas': SCIM,
+  'GET /scim/v2/Schemas/:id': SCIM,
+  'GET /scim/v2/Users': SCIM,
+  'POST /scim/v2/Users': SCIM,
+  'POST /scim/v2/Users/.search': SCIM,
+  'GET /scim/v2/Users/:id': SCIM,
+  'PUT /scim/v2/Users/:id': SCIM,
+  'PATCH /scim/v2/Users/:id': SCIM,
+  'DELETE /scim/v2/Users/:id': SCIM,
+  'GET /scim/v2/Groups': SCIM,
+  'POST /scim/v2/Groups': SCIM,
+  'POST /scim/v2/Groups/.search': SCIM,
+  'GET /scim/v2/Groups/:id': SCIM,
+  'PUT /scim/v2/Groups/:id': SCIM,
+  'PATCH /scim/v2/Groups/:id': SCIM,
+  'DELETE /scim/v2/Groups/:id': SCIM,
   'HEAD /events': keyOrAdmin('audit:read'),
   'POST /api-keys': keyOrAdmin('keys:write'),
   'GET /api-keys': keyOrAdmin('keys:write'),

@@ -87,6 +87,7 @@ const LAYERS = {
       'uploads',
       'webhooks',
       'outbound',
+      'scim',
       'idempotency',
       'health',
     ],

@@ -7,6 +7,8 @@ describe('the list of audit actions', () => {
     const named = new Set<string>()
     for (const file of new Glob('src/**/*.ts').scanSync('.')) {
       if (file.startsWith('src/console/')) continue
+      // SCIM's attribute paths (meta.created, name.formatted) look like actions and are not.
+      if (file.includes('/scim')) continue
       const text = await Bun.file(file).text()
       // `<target type>.<past tense>` as a string literal.
       for (const match of text.matchAll(/'([a-z_]+\.[a-z_]+ed)'/g)) named.add(match[1] as string)

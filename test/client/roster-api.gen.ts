@@ -2077,6 +2077,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What roster offers of SCIM */
+        get: operations["getScimV2ServiceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource types: User, Group */
+        get: operations["getScimV2ResourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One resource type */
+        get: operations["getScimV2ResourceTypesById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every attribute roster stores */
+        get: operations["getScimV2Schemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schema, by its URN */
+        get: operations["getScimV2SchemasById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List users (filter, sortBy, startIndex, count) */
+        get: operations["getScimV2Users"];
+        put?: never;
+        /** Create a user */
+        post: operations["postScimV2Users"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One user */
+        get: operations["getScimV2UsersById"];
+        /** Replace a user */
+        put: operations["putScimV2UsersById"];
+        post?: never;
+        /** Delete a user (204) */
+        delete: operations["deleteScimV2UsersById"];
+        options?: never;
+        head?: never;
+        /** Change a user with a PatchOp */
+        patch: operations["patchScimV2UsersById"];
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List groups (filter, sortBy, startIndex, count) */
+        get: operations["getScimV2Groups"];
+        put?: never;
+        /** Create a group */
+        post: operations["postScimV2Groups"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One group */
+        get: operations["getScimV2GroupsById"];
+        /** Replace a group and its members */
+        put: operations["putScimV2GroupsById"];
+        post?: never;
+        /** Delete a group (204) */
+        delete: operations["deleteScimV2GroupsById"];
+        options?: never;
+        head?: never;
+        /** Change a group or its members with a PatchOp */
+        patch: operations["patchScimV2GroupsById"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -33269,6 +33430,3492 @@ export interface operations {
                             documentation_url: string;
                         };
                         request_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2ServiceProviderConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2ResourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2ResourceTypesById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2Schemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2SchemasById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2Users: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    postScimV2Users: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Created, with Location and ETag */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2UsersById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    putScimV2UsersById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteScimV2UsersById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    patchScimV2UsersById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2Groups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    postScimV2Groups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Created, with Location and ETag */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    getScimV2GroupsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    putScimV2GroupsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteScimV2GroupsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    patchScimV2GroupsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
                     };
                 };
             };

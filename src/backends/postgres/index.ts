@@ -15,6 +15,7 @@ import { createPgMailOutbox } from './mail'
 import { runPgMigrations } from './migrate'
 import { createPgOutboundRows } from './outbound'
 import { createPgPendingFiles } from './pending-objects'
+import { createPgScimRows } from './scim'
 import { createPgCredentialRows } from './sessions'
 import { createPgUploadRecords } from './uploads'
 import { createPgUserRows } from './users'
@@ -52,6 +53,7 @@ export async function openPostgresBackend(
     const apiKeys = createPgApiKeyRows(pool)
     const uploadRecords = createPgUploadRecords(pool, now)
     const outbound = createPgOutboundRows(pool)
+    const scim = createPgScimRows(pool)
     const transaction: Transaction<UnitRows> = (work) => {
       inUse += 1
       return pool
@@ -69,6 +71,7 @@ export async function openPostgresBackend(
             apiKeys: apiKeys.inUnit(tx),
             uploads: uploadRecords.inUnit(tx),
             outbound: outbound.inUnit(tx),
+            scimProfiles: scim.inUnit(tx),
           }),
         )
         .finally(() => {
@@ -90,6 +93,7 @@ export async function openPostgresBackend(
       mail,
       audit,
       outbound,
+      scim,
       pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},

@@ -21,6 +21,7 @@ import { createSqliteWebhookInbox } from './inbox'
 import { createSqliteMailOutbox } from './mail'
 import { runMigrations } from './migrate'
 import { createSqliteOutboundRows } from './outbound'
+import { createSqliteScimRows } from './scim'
 import { createSqliteCredentialRows } from './sessions'
 import { createSqliteUploadRecords } from './uploads'
 import { createSqliteUserRows } from './users'
@@ -78,6 +79,7 @@ export function openSqliteBackend(
   const apiKeys = createSqliteApiKeyRows(store)
   audit = createSqliteAuditRows(store)
   const outbound = createSqliteOutboundRows(store)
+  const scim = createSqliteScimRows(store)
   // One writer: a unit of work always sees the same rows (the writer's), so one object serves.
   const unitRows: UnitRows = {
     users: users.inUnit,
@@ -92,6 +94,7 @@ export function openSqliteBackend(
     apiKeys: apiKeys.inUnit,
     uploads: uploadRecords.inUnit,
     outbound: outbound.inUnit,
+    scimProfiles: scim.inUnit,
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {
@@ -110,6 +113,7 @@ export function openSqliteBackend(
     mail,
     audit,
     outbound,
+    scim,
     pendingFiles: null,
     transaction,
     flush: () => writes.flush(),

@@ -12,6 +12,7 @@ import m9 from '../../../drizzle/0009_mail_outbox.sql' with { type: 'text' }
 import m10 from '../../../drizzle/0010_mail_requests.sql' with { type: 'text' }
 import m11 from '../../../drizzle/0011_audit_log_and_outbound_webhooks.sql' with { type: 'text' }
 import m12 from '../../../drizzle/0012_usernames.sql' with { type: 'text' }
+import m13 from '../../../drizzle/0013_scim_profiles.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
@@ -27,4 +28,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0010_mail_requests', when: 1795565839818, sql: m10 },
   { tag: '0011_audit_log_and_outbound_webhooks', when: 1795760210680, sql: m11 },
   { tag: '0012_usernames', when: 1795767446021, sql: m12 },
+  { tag: '0013_scim_profiles', when: 1795770318817, sql: m13 },
 ]

@@ -211,6 +211,32 @@ export const groups = sqliteTable('groups', {
   updatedAt: text('updated_at').notNull(),
 })
 
+/**
+ * What SCIM (CONTRACT section 13) says of a user beyond roster's own record: one row per user
+ * that an identity provider described, none for users made through /users (their SCIM view is
+ * derived from the record). The primary email is the record's `email`; `other_emails` holds
+ * the rest as SCIM sent them (a JSON array of value, type, display), `primary_email_type` the
+ * primary's type. Deleting the user deletes its profile.
+ */
+export const userProfiles = sqliteTable(
+  'user_profiles',
+  {
+    userId: integer('user_id')
+      .primaryKey()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    externalId: text('external_id'),
+    givenName: text('given_name'),
+    familyName: text('family_name'),
+    formattedName: text('formatted_name'),
+    primaryEmailType: text('primary_email_type'),
+    otherEmails: text('other_emails').notNull().default('[]'),
+    employeeNumber: text('employee_number'),
+    department: text('department'),
+    managerId: text('manager_id'),
+  },
+  (table) => [index('user_profiles_external_id_idx').on(table.externalId)],
+)
+
 /** Who is in which group. Deleting a group or a user deletes its memberships, nothing else. */
 export const groupMembers = sqliteTable(
   'group_members',

@@ -172,6 +172,10 @@ export function publish(source: Json): Json {
         delete operation[HEADER_PARAMETERS]
       }
       operation.responses ??= {}
+      if (path.startsWith('/scim/v2')) {
+        documentScimErrors(operation.responses as Responses)
+        continue
+      }
       documentSharedErrors(operation.responses as Responses, sharedErrors(method, path, operation))
     }
   }
@@ -192,6 +196,50 @@ function documentSharedErrors(responses: Responses, codes: readonly ErrorCode[])
     } else if (!existing.description.includes(code)) {
       existing.description = `${existing.description}, ${code}`
     }
+  }
+}
+
+/** SCIM's error form (RFC 7644 section 3.12), which every answer under /scim/v2 has. */
+const SCIM_ERROR_SCHEMA: Json = {
+  type: 'object',
+  required: ['schemas', 'status', 'detail'],
+  properties: {
+    schemas: { type: 'array', items: { const: 'urn:ietf:params:scim:api:messages:2.0:Error' } },
+    status: { type: 'string', pattern: '^[45][0-9][0-9]$' },
+    scimType: { type: 'string' },
+    detail: { type: 'string' },
+  },
+}
+
+/**
+ * The errors a SCIM operation can give: its resource names match in any case, so each answers
+ * what any other could (a body read, a name taken, a stale If-Match, a missing user).
+ */
+const SCIM_ERRORS: readonly ErrorCode[] = [
+  'BAD_REQUEST',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'CONFLICT',
+  'PRECONDITION_FAILED',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'MISDIRECTED_REQUEST',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+]
+
+function documentScimErrors(responses: Responses): void {
+  for (const code of SCIM_ERRORS) {
+    const status = String(ERROR_CODES[code].status)
+    const existing = responses[status]
+    if (existing?.description.includes(code)) continue
+    responses[status] = {
+      description: existing === undefined ? code : `${existing.description}, ${code}`,
+      content: { 'application/scim+json': { schema: SCIM_ERROR_SCHEMA } },
+    } as Responses[string]
   }
 }
 

@@ -1,0 +1,200 @@
+import type { AuditSource } from '../audit/events'
+import { parseRowId } from '../db/row-id'
+import type { Transaction } from '../db/unit'
+import { AppError, scimBadRequest } from '../errors/errors'
+import type { GroupRecord } from '../groups/records'
+import type { GroupWrites } from '../groups/store'
+import { FIELD_RULES, isValidName } from '../users/fields'
+import { attributeValue, GROUP_SCHEMA } from './names'
+import { applyPatch } from './patch'
+import type { ScimGroupQuery, ScimProfileRows } from './profile'
+import { versionOf } from './users'
+
+/** At most this many members in one Group body (a PATCH adds members a few at a time). */
+const MAX_MEMBERS = 10_000
+
+/** A group as SCIM shows it (RFC 7643 section 4.2): roster's group, its members by id. */
+export function toScimGroup(
+  group: GroupRecord,
+  names: ReadonlyMap<number, string>,
+  base: string,
+  withMembers = true,
+): Record<string, unknown> {
+  return {
+    schemas: [GROUP_SCHEMA],
+    id: String(group.id),
+    displayName: group.name,
+    ...(withMembers
+      ? {
+          members: group.members.map((id) => ({
+            value: String(id),
+            $ref: `${base}/Users/${id}`,
+            type: 'User',
+            ...(names.has(id) ? { display: names.get(id) } : {}),
+          })),
+        }
+      : {}),
+    meta: {
+      resourceType: 'Group',
+      created: group.created_at,
+      lastModified: group.updated_at,
+      location: `${base}/Groups/${group.id}`,
+      version: versionOf(group),
+    },
+  }
+}
+
+/** What a Group body asks roster to store. */
+export interface ScimGroupInput {
+  name: string
+  members: number[]
+}
+
+/** Reads a Group: `displayName`, and `members` by `value` (a user's id). 400 when wrong. */
+export function readScimGroup(body: Record<string, unknown>): ScimGroupInput {
+  const name = attributeValue(body, 'displayName')
+  if (typeof name !== 'string' || !isValidName(name)) {
+    throw scimBadRequest(
+      'invalidValue',
+      `displayName ${name === undefined ? 'is required' : FIELD_RULES.name}`,
+    )
+  }
+  const listed = attributeValue(body, 'members')
+  if (listed !== undefined && listed !== null && !Array.isArray(listed)) {
+    throw scimBadRequest('invalidValue', 'members must be an array of members')
+  }
+  const entries = (listed ?? []) as unknown[]
+  if (entries.length > MAX_MEMBERS) {
+    throw scimBadRequest('invalidValue', `members may hold at most ${MAX_MEMBERS} members`)
+  }
+  const members = new Set<number>()
+  entries.forEach((entry, index) => {
+    const value =
+      typeof entry === 'object' && entry !== null
+        ? attributeValue(entry as Record<string, unknown>, 'value')
+        : undefined
+    const id =
+      typeof value === 'string' || typeof value === 'number' ? parseRowId(String(value)) : null
+    if (id === null) {
+      throw scimBadRequest('invalidValue', `members[${index}].value must be a user's id`)
+    }
+    members.add(id)
+  })
+  return { name: name.trim(), members: [...members] }
+}
+
+export interface ScimGroupsInputs {
+  groups: { get(id: number): Promise<GroupRecord | null> }
+  rows: ScimProfileRows
+  transaction: Transaction<{ groups: GroupWrites }>
+}
+
+/** How often a PATCH without If-Match reads again when another write came between. */
+const PATCH_ATTEMPTS = 3
+
+/**
+ * SCIM's Groups over roster's groups (CONTRACT sections 12 and 13): the same groups, written
+ * through the same rules (a taken name is a conflict, each member added or removed is an audit
+ * event), a replacement or a PATCH applied as the members added and removed, in one unit.
+ */
+export class ScimGroups {
+  constructor(private readonly inputs: ScimGroupsInputs) {}
+
+  get(id: number): Promise<GroupRecord | null> {
+    return this.inputs.groups.get(id)
+  }
+
+  list(query: ScimGroupQuery): Promise<{ total: number; rows: GroupRecord[] }> {
+    return this.inputs.rows.listGroups(query)
+  }
+
+  /** The names of the members of these groups, for their `display`. */
+  namesOf(groups: readonly GroupRecord[]): Promise<Map<number, string>> {
+    const ids = [...new Set(groups.flatMap((group) => group.members))]
+    return ids.length === 0 ? Promise.resolve(new Map()) : this.inputs.rows.namesOf(ids)
+  }
+
+  async create(input: ScimGroupInput, by: AuditSource): Promise<GroupRecord> {
+    const id = await this.inputs.transaction(async (tx) => {
+      const created = await tx.groups.create({ name: input.name, description: null }, by)
+      for (const member of input.members) await addMember(tx.groups, created.id, member, by)
+      return created.id
+    })
+    return await this.committed(id)
+  }
+
+  async replace(
+    id: number,
+    input: ScimGroupInput,
+    versions: readonly number[] | null,
+    by: AuditSource,
+  ): Promise<GroupRecord> {
+    await this.inputs.transaction(async (tx) => {
+      // The update's answer holds the members as this unit sees them (the row is locked).
+      const renamed = await tx.groups.update(id, { name: input.name }, { versions }, by)
+      const wanted = new Set(input.members)
+      for (const member of renamed.members) {
+        if (!wanted.has(member)) await tx.groups.removeMember(id, member, by)
+      }
+      const had = new Set(renamed.members)
+      for (const member of input.members) {
+        if (!had.has(member)) await addMember(tx.groups, id, member, by)
+      }
+    })
+    return await this.committed(id)
+  }
+
+  /** Applies a PatchOp to the group as SCIM shows it, stored as a replacement (see ScimUsers). */
+  async patch(
+    id: number,
+    body: Record<string, unknown>,
+    versions: readonly number[] | null,
+    base: string,
+    by: AuditSource,
+  ): Promise<GroupRecord | null> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(id)
+      if (current === null) return null
+      const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
+      const accepted =
+        versions === null ? [current.version] : versions.filter((v) => v === current.version)
+      try {
+        return await this.replace(id, input, accepted, by)
+      } catch (error) {
+        const raced =
+          error instanceof AppError &&
+          error.errorCode === 'PRECONDITION_FAILED' &&
+          versions === null &&
+          attempt < PATCH_ATTEMPTS
+        if (!raced) throw error
+      }
+    }
+  }
+
+  async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
+    await this.inputs.transaction((tx) => tx.groups.remove(id, { versions }, by))
+  }
+
+  /** The group as committed: what the answer shows (404 if another write deleted it since). */
+  private async committed(id: number): Promise<GroupRecord> {
+    const group = await this.get(id)
+    if (group === null) throw new AppError('NOT_FOUND', 'No group with this id')
+    return group
+  }
+}
+
+/** Adds a member; a value that names no user is 400 invalidValue, not 404. */
+async function addMember(groups: GroupWrites, groupId: number, userId: number, by: AuditSource) {
+  try {
+    await groups.addMember(groupId, userId, by)
+  } catch (error) {
+    if (
+      error instanceof AppError &&
+      error.errorCode === 'NOT_FOUND' &&
+      error.message.includes('user')
+    ) {
+      throw scimBadRequest('invalidValue', `members: no user has the id ${userId}`)
+    }
+    throw error
+  }
+}

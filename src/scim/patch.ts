@@ -1,0 +1,121 @@
+import { type ScimPatchOperation, type ScimResource, scimPatch } from 'scim-patch'
+import { ScimError, type ScimType, scimBadRequest } from '../errors/errors'
+import { attributeKey, attributeValue, ENTERPRISE_SCHEMA, PATCH_SCHEMA } from './names'
+
+/** The names PATCH paths and values may use, by their lower-cased form, as roster writes them. */
+const CANONICAL = new Map(
+  [
+    'userName',
+    'displayName',
+    'name',
+    'givenName',
+    'familyName',
+    'formatted',
+    'emails',
+    'value',
+    'type',
+    'primary',
+    'display',
+    'active',
+    'externalId',
+    'password',
+    'employeeNumber',
+    'department',
+    'manager',
+    'members',
+    'schemas',
+  ].map((name) => [name.toLowerCase(), name]),
+)
+
+/** Attributes no PATCH may change (RFC 7643: readOnly). */
+const READ_ONLY = new Set(['id', 'meta', 'groups'])
+
+/** At most this many operations in one PATCH. */
+const MAX_OPERATIONS = 100
+
+/**
+ * Applies a PatchOp (RFC 7644 section 3.5.2) to a resource as roster shows it, with
+ * scim-patch: `add`, `remove`, `replace` in any case, with or without `path`, value paths
+ * (`emails[type eq "work"].value`, `members[value eq "2"]`). Attribute names in paths and in
+ * a path-less value are matched without regard to case first. The caller reads the result as
+ * it reads a PUT body, so a patched resource meets the same rules as a replaced one.
+ */
+export function applyPatch(
+  resource: Record<string, unknown>,
+  body: Record<string, unknown>,
+): Record<string, unknown> {
+  const schemas = attributeValue(body, 'schemas')
+  if (!Array.isArray(schemas) || !schemas.includes(PATCH_SCHEMA)) {
+    throw scimBadRequest('invalidSyntax', `A PATCH body's schemas must hold ${PATCH_SCHEMA}`)
+  }
+  const operations = attributeValue(body, 'Operations')
+  if (!Array.isArray(operations) || operations.length === 0) {
+    throw scimBadRequest('invalidSyntax', 'A PATCH body needs Operations: an array of operations')
+  }
+  if (operations.length > MAX_OPERATIONS) {
+    throw scimBadRequest('tooMany', `A PATCH may hold at most ${MAX_OPERATIONS} operations`)
+  }
+  const normalised = operations.map(normaliseOperation)
+  try {
+    const patched = scimPatch(structuredClone(resource) as unknown as ScimResource, normalised)
+    return patched as unknown as Record<string, unknown>
+  } catch (error) {
+    if (error instanceof ScimError) throw error
+    const scimType = (error as { scimType?: string }).scimType
+    throw scimBadRequest(
+      (scimType as ScimType | undefined) ?? 'invalidValue',
+      `The PATCH cannot be applied: ${(error as Error).message}`,
+    )
+  }
+}
+
+function normaliseOperation(operation: unknown, index: number): ScimPatchOperation {
+  if (typeof operation !== 'object' || operation === null || Array.isArray(operation)) {
+    throw scimBadRequest('invalidSyntax', `Operations[${index}] must be an object`)
+  }
+  const op = attributeValue(operation as Record<string, unknown>, 'op')
+  const path = attributeValue(operation as Record<string, unknown>, 'path')
+  const value = attributeValue(operation as Record<string, unknown>, 'value')
+  if (typeof op !== 'string' || !['add', 'remove', 'replace'].includes(op.toLowerCase())) {
+    throw scimBadRequest('invalidSyntax', `Operations[${index}].op must be add, remove or replace`)
+  }
+  if (path !== undefined && typeof path !== 'string') {
+    throw scimBadRequest('invalidPath', `Operations[${index}].path must be a string`)
+  }
+  if (path === undefined && op.toLowerCase() === 'remove') {
+    throw scimBadRequest('noTarget', `Operations[${index}] removes without a path`)
+  }
+  if (path !== undefined && READ_ONLY.has(attributeKey(path).split(/[.[]/)[0] ?? '')) {
+    throw scimBadRequest('mutability', `${path} is read-only`)
+  }
+  return {
+    op: op.toLowerCase(),
+    ...(path === undefined ? {} : { path: canonicalPath(path) }),
+    ...(value === undefined ? {} : { value: path === undefined ? canonicalKeys(value) : value }),
+  } as ScimPatchOperation
+}
+
+/** `Name.GivenName` → `name.givenName`; names inside a value filter and URNs are kept. */
+function canonicalPath(path: string): string {
+  const enterprise = `${ENTERPRISE_SCHEMA}:`
+  if (path.toLowerCase().startsWith(enterprise.toLowerCase())) {
+    return enterprise + canonicalPath(path.slice(enterprise.length))
+  }
+  return path.replace(/(^|[.\]])([A-Za-z$][\w$-]*)/g, (_, lead: string, name: string) => {
+    return lead + (CANONICAL.get(name.toLowerCase()) ?? name)
+  })
+}
+
+/** A path-less value's keys (`Active`, `name.GivenName`) as roster writes them. */
+function canonicalKeys(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
+  const out: Record<string, unknown> = {}
+  for (const [key, inner] of Object.entries(value)) {
+    if (READ_ONLY.has(attributeKey(key))) throw scimBadRequest('mutability', `${key} is read-only`)
+    const isEnterprise = key.toLowerCase() === ENTERPRISE_SCHEMA.toLowerCase()
+    out[isEnterprise ? ENTERPRISE_SCHEMA : canonicalPath(key)] = isEnterprise
+      ? canonicalKeys(inner)
+      : inner
+  }
+  return out
+}

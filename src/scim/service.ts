@@ -1,0 +1,143 @@
+import type { AuditSource } from '../audit/events'
+import type { Transaction } from '../db/unit'
+import { AppError, scimBadRequest } from '../errors/errors'
+import { FIELD_RULES, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../users/fields'
+import type { UserRecord } from '../users/records'
+import type { UserWrites } from '../users/store'
+import type { Condition } from './filter'
+import { applyPatch } from './patch'
+import {
+  EMPTY_PROFILE,
+  type ScimProfileRows,
+  type ScimProfileWrites,
+  type ScimUserQuery,
+  type ScimUserRow,
+} from './profile'
+import { readScimUser, type ScimUserInput, toScimUser } from './users'
+
+/** What a SCIM write runs in: the users' rules and the profiles, in one unit of work. */
+export interface ScimUnit {
+  users: UserWrites
+  scimProfiles: ScimProfileWrites
+}
+
+export interface ScimUsersInputs {
+  users: { get(id: number): Promise<UserRecord | null> }
+  profiles: ScimProfileRows
+  transaction: Transaction<ScimUnit>
+  hashPassword: (password: string) => Promise<string>
+}
+
+/** How often a PATCH without If-Match reads again when another write came between. */
+const PATCH_ATTEMPTS = 3
+
+/**
+ * SCIM's Users (CONTRACT section 13) over roster's own users: a SCIM user is the same record,
+ * written through the same rules (`UserWrites`: a taken userName or email is a conflict, a
+ * deactivation ends sessions and tokens, every change is audited), with its profile written in
+ * the same unit of work.
+ */
+export class ScimUsers {
+  constructor(private readonly inputs: ScimUsersInputs) {}
+
+  async get(id: number): Promise<ScimUserRow | null> {
+    const user = await this.inputs.users.get(id)
+    if (user === null) return null
+    const profiles = await this.inputs.profiles.profilesOf([id])
+    return { user, profile: profiles.get(id) ?? EMPTY_PROFILE }
+  }
+
+  list(query: ScimUserQuery): Promise<{ total: number; rows: ScimUserRow[] }> {
+    return this.inputs.profiles.listUsers(query)
+  }
+
+  async create(input: ScimUserInput, by: AuditSource): Promise<ScimUserRow> {
+    const passwordHash = await this.hashOf(input.password)
+    return await this.inputs.transaction(async (tx) => {
+      const user = await tx.users.create(
+        {
+          name: input.name,
+          email: input.email,
+          username: input.username,
+          active: input.active,
+          passwordHash: passwordHash ?? null,
+        },
+        by,
+      )
+      await tx.scimProfiles.put(user.id, input.profile)
+      return { user, profile: input.profile }
+    })
+  }
+
+  async replace(
+    id: number,
+    input: ScimUserInput,
+    versions: readonly number[] | null,
+    by: AuditSource,
+  ): Promise<ScimUserRow> {
+    const passwordHash = await this.hashOf(input.password)
+    return await this.inputs.transaction(async (tx) => {
+      const user = await tx.users.update(
+        id,
+        {
+          name: input.name,
+          email: input.email,
+          username: input.username,
+          active: input.active,
+          ...(passwordHash === undefined ? {} : { passwordHash }),
+        },
+        { versions },
+        by,
+      )
+      await tx.scimProfiles.put(id, input.profile)
+      return { user, profile: input.profile }
+    })
+  }
+
+  /**
+   * Applies a PatchOp to the user as SCIM shows it and stores the result like a PUT, on the
+   * condition that the record is still the version read (a write that came between is read
+   * again, unless the client named its version with If-Match: then it is 412).
+   */
+  async patch(
+    id: number,
+    body: Record<string, unknown>,
+    versions: readonly number[] | null,
+    base: string,
+    by: AuditSource,
+  ): Promise<ScimUserRow | null> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(id)
+      if (current === null) return null
+      const patched = applyPatch(toScimUser(current, base), body)
+      const input = readScimUser(patched)
+      const read = [current.user.version]
+      const accepted = versions === null ? read : versions.filter((v) => v === current.user.version)
+      try {
+        return await this.replace(id, input, accepted, by)
+      } catch (error) {
+        const raced =
+          error instanceof AppError &&
+          error.errorCode === 'PRECONDITION_FAILED' &&
+          versions === null &&
+          attempt < PATCH_ATTEMPTS
+        if (!raced) throw error
+      }
+    }
+  }
+
+  async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
+    await this.inputs.transaction((tx) => tx.users.remove(id, { versions }, by))
+  }
+
+  private async hashOf(password: string | undefined): Promise<string | undefined> {
+    if (password === undefined) return undefined
+    if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+      throw scimBadRequest('invalidValue', `password ${FIELD_RULES.password}`)
+    }
+    return await this.inputs.hashPassword(password)
+  }
+}
+
+/** A list's condition when no filter is given. */
+export const EVERY_USER: Condition = { kind: 'all' }

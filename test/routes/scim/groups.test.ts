@@ -1,0 +1,179 @@
+import { describe, expect, test } from 'bun:test'
+import { makeTestApp, type TestApp } from '../../helpers/app'
+import { expectScimError, GROUP, PATCH, scimKey, USER } from './helpers'
+
+async function people(t: TestApp, headers: Record<string, string>, count: number) {
+  const ids: string[] = []
+  for (let i = 1; i <= count; i++) {
+    const reply = await t.call('POST', '/scim/v2/Users', {
+      json: { schemas: [USER], userName: `person${i}@example.com`, displayName: `Person ${i}` },
+      headers,
+    })
+    ids.push(reply.body.id)
+  }
+  return ids
+}
+
+describe('SCIM Groups', () => {
+  test('create with members: 201, display names, the same group in /groups and in the users', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const [a, b] = await people(t, headers, 2)
+    const created = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Engineering', members: [{ value: a }, { value: b }] },
+      headers,
+    })
+    expect(created.status).toBe(201)
+    const id = created.body.id
+    expect(created.headers.get('location')).toBe(`http://localhost/scim/v2/Groups/${id}`)
+    expect(created.body).toMatchObject({
+      schemas: [GROUP],
+      displayName: 'Engineering',
+      members: [
+        {
+          value: a,
+          display: 'Person 1',
+          type: 'User',
+          $ref: `http://localhost/scim/v2/Users/${a}`,
+        },
+        { value: b, display: 'Person 2', type: 'User' },
+      ],
+      meta: { resourceType: 'Group', version: created.headers.get('etag') },
+    })
+    expect((await t.get(`/groups/${id}`)).body).toMatchObject({
+      name: 'Engineering',
+      members: [Number(a), Number(b)],
+    })
+    const user = await t.get(`/scim/v2/Users/${a}`, { headers })
+    expect(user.body.groups).toEqual([
+      { value: id, $ref: `http://localhost/scim/v2/Groups/${id}`, type: 'direct' },
+    ])
+  })
+
+  test('PATCH members: add, remove by value path, remove all, replace; displayName', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const [a, b, c] = await people(t, headers, 3)
+    const created = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Sales', members: [{ value: a }] },
+      headers,
+    })
+    const id = created.body.id
+    const patch = async (...Operations: object[]) => {
+      const reply = await t.call('PATCH', `/scim/v2/Groups/${id}`, {
+        json: { schemas: [PATCH], Operations },
+        headers,
+      })
+      expect(reply.status).toBe(200)
+      return reply.body.members?.map((member: { value: string }) => member.value) ?? []
+    }
+    expect(
+      await patch({ op: 'add', path: 'members', value: [{ value: b }, { value: c }] }),
+    ).toEqual([a, b, c])
+    expect(await patch({ op: 'remove', path: `members[value eq "${b}"]` })).toEqual([a, c])
+    expect(await patch({ op: 'Remove', path: 'members' })).toEqual([])
+    expect(await patch({ op: 'replace', path: 'members', value: [{ value: c }] })).toEqual([c])
+    expect(await patch({ op: 'replace', value: { displayName: 'Sales EMEA' } })).toEqual([c])
+    expect((await t.get(`/groups/${id}`)).body).toMatchObject({
+      name: 'Sales EMEA',
+      members: [Number(c)],
+    })
+    expectScimError(
+      await t.call('PATCH', `/scim/v2/Groups/${id}`, {
+        json: {
+          schemas: [PATCH],
+          Operations: [{ op: 'add', path: 'members', value: [{ value: '999999' }] }],
+        },
+        headers,
+      }),
+      400,
+      'invalidValue',
+    )
+  })
+
+  test('filters, excludedAttributes=members, paging and sort', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const [a] = await people(t, headers, 1)
+    for (const name of ['Alpha', 'Beta', 'Gamma']) {
+      await t.call('POST', '/scim/v2/Groups', {
+        json: {
+          schemas: [GROUP],
+          displayName: name,
+          members: name === 'Beta' ? [{ value: a }] : [],
+        },
+        headers,
+      })
+    }
+    const names = async (query: string) => {
+      const reply = await t.get(`/scim/v2/Groups?${query}`, { headers })
+      expect({ query, status: reply.status }).toEqual({ query, status: 200 })
+      return reply.body.Resources.map((group: { displayName: string }) => group.displayName)
+    }
+    expect(await names(`filter=${encodeURIComponent('displayName eq "beta"')}`)).toEqual(['Beta'])
+    expect(await names(`filter=${encodeURIComponent(`members[value eq "${a}"]`)}`)).toEqual([
+      'Beta',
+    ])
+    expect(
+      await names(`filter=${encodeURIComponent(`members.value eq "${a}" or displayName sw "G"`)}`),
+    ).toEqual(['Beta', 'Gamma'])
+    expect(await names('sortBy=displayName&sortOrder=descending&count=2')).toEqual([
+      'Gamma',
+      'Beta',
+    ])
+    const lean = await t.get('/scim/v2/Groups?excludedAttributes=members', { headers })
+    expect(lean.body.Resources.every((group: object) => !('members' in group))).toBe(true)
+    expect(lean.body.totalResults).toBe(3)
+    expectScimError(
+      await t.get(`/scim/v2/Groups?filter=${encodeURIComponent('emails[type eq "work"]')}`, {
+        headers,
+      }),
+      400,
+      'invalidFilter',
+    )
+  })
+
+  test('a taken name is 409 uniqueness; PUT replaces; a stale If-Match is 412; DELETE 204 then 404', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const [a, b] = await people(t, headers, 2)
+    const one = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Ops', members: [{ value: a }] },
+      headers,
+    })
+    expectScimError(
+      await t.call('POST', '/scim/v2/Groups', {
+        json: { schemas: [GROUP], displayName: 'OPS' },
+        headers,
+      }),
+      409,
+      'uniqueness',
+    )
+    expectScimError(
+      await t.call('POST', '/scim/v2/Groups', { json: { schemas: [GROUP] }, headers }),
+      400,
+      'invalidValue',
+    )
+    expectScimError(
+      await t.call('POST', '/scim/v2/Groups', { json: { displayName: 'X' }, headers }),
+      400,
+      'invalidSyntax',
+    )
+    const id = one.body.id
+    const replaced = await t.call('PUT', `/scim/v2/Groups/${id}`, {
+      json: { schemas: [GROUP], displayName: 'Operations', members: [{ value: b }] },
+      headers: { ...headers, 'if-match': one.body.meta.version },
+    })
+    expect(replaced.body).toMatchObject({ displayName: 'Operations', members: [{ value: b }] })
+    expectScimError(
+      await t.call('PUT', `/scim/v2/Groups/${id}`, {
+        json: { schemas: [GROUP], displayName: 'Again' },
+        headers: { ...headers, 'if-match': one.body.meta.version },
+      }),
+      412,
+    )
+    expect((await t.call('DELETE', `/scim/v2/Groups/${id}`, { headers })).status).toBe(204)
+    expectScimError(await t.call('DELETE', `/scim/v2/Groups/${id}`, { headers }), 404)
+    expect((await t.get(`/scim/v2/Users/${a}`, { headers })).status).toBe(200)
+  })
+})
