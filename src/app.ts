@@ -28,6 +28,7 @@ import { metricsRoutes } from './routes/metrics'
 import { scimRoutes } from './routes/scim/routes'
 import { uploadRoutes } from './routes/uploads/routes'
 import { userExportRoutes } from './routes/users/export-routes'
+import { provisioningRoutes } from './routes/users/provisioning'
 import { type ApiVersion, usersRoutes } from './routes/users/routes'
 import { registerEmailFormat } from './routes/users/schema'
 import { webhookEndpointRoutes } from './routes/webhook-endpoints/routes'
@@ -95,6 +96,7 @@ export function createApp(
     app.use(healthRoutes(inputs.health, prefix))
     app.use(userExportRoutes(inputs.userExport, prefix))
     app.use(usersRoutes(inputs.users, prefix, version))
+    app.use(provisioningRoutes(inputs.scim, prefix))
     app.use(accountRoutes(inputs.account, prefix))
     app.use(mailFlowRoutes(inputs.mailFlows, prefix))
     app.use(accountChangeRoutes(inputs.mailFlows, prefix))

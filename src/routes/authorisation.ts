@@ -139,6 +139,11 @@ export const RULES = {
   'POST /users': { ...keyOrAdmin('users:write'), anonymous: 'open' },
   'GET /users/export': keyOrAdmin('users:read'),
   'GET /users/:id': { ...keyOrAdmin('users:read'), members: 'self', anonymous: 'open' },
+  'GET /users/:id/provisioning': {
+    ...keyOrAdmin('users:read'),
+    members: 'self',
+    anonymous: 'open',
+  },
   'PUT /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
   'PATCH /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
   'DELETE /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },

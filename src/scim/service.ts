@@ -47,6 +47,22 @@ export class ScimUsers {
     return { user, profile: profiles.get(id) ?? EMPTY_PROFILE }
   }
 
+  /**
+   * Where a user came from, for the console: whether an identity provider described it
+   * through SCIM (it has a profile), and its externalId. null when there is no such user.
+   */
+  async provenance(
+    id: number,
+  ): Promise<{ provisioned: boolean; externalId: string | null } | null> {
+    const [user, profiles] = await Promise.all([
+      this.inputs.users.get(id),
+      this.inputs.profiles.profilesOf([id]),
+    ])
+    if (user === null) return null
+    const profile = profiles.get(id)
+    return { provisioned: profile !== undefined, externalId: profile?.externalId ?? null }
+  }
+
   list(query: ScimUserQuery): Promise<{ total: number; rows: ScimUserRow[] }> {
     return this.inputs.profiles.listUsers(query)
   }

@@ -659,6 +659,47 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect(after.role).toBe('admin')
   })
 
+  test('a user provisioned through SCIM shows its externalId; an admin deactivates it from the edit dialog', async () => {
+    const scimKey = (await (
+      await api(
+        '/api-keys',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'okta', scopes: ['scim'] }),
+        },
+        adminKey(),
+      )
+    ).json()) as { key: string }
+    const provisioned = await fetch(`${server.url}/scim/v2/Users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${scimKey.key}`, 'content-type': 'application/scim+json' },
+      body: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: 'hopper',
+        externalId: 'okta-42',
+        emails: [{ value: 'hopper@example.com', primary: true }],
+        displayName: 'Grace Hopper',
+      }),
+    })
+    const id = Number(((await provisioned.json()) as { id: string }).id)
+    await openSection('Users')
+    await typeInto(page, 'Email is exactly', 'hopper@example.com')
+    await page.keyboard.press('Enter')
+    await waitForText(page.locator('tbody'), 'Grace Hopper')
+    await activate(page, `Edit user ${id}`)
+    await waitForText(dialog(), 'Provisioned through SCIM, externalId okta-42.')
+    await waitForText(dialog(), 'Signs in as hopper.')
+    await tabTo(page, 'Active: may sign in')
+    await page.keyboard.press('Space')
+    await expectAccessible('edit a provisioned user')
+    await activate(page, 'Save')
+    await waitForText(page.getByRole('status'), `User ${id} saved.`)
+    await waitForText(page.locator('tbody'), 'deactivated')
+    const after = (await (await api(`/users/${id}`, {}, adminKey())).json()) as { active: boolean }
+    expect(after.active).toBe(false)
+  })
+
   test('groups: create (a taken name is shown beside the field), add a member by email, take them out', async () => {
     await openSection('Groups')
     await activate(page, 'New group')

@@ -16,6 +16,7 @@ export function usersAccess(mode: UsersAccess) {
   return {
     list: guard('GET /users'),
     create: guard('POST /users'),
+    provisioning: guard('GET /users/:id/provisioning'),
     get: guard('GET /users/:id'),
     replace: guard('PUT /users/:id'),
     patch: guard('PATCH /users/:id'),

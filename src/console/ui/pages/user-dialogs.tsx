@@ -6,6 +6,10 @@ export interface User {
   id: number
   name: string
   email: string
+  /** What the user signs in with besides its email (SCIM's userName). */
+  username: string
+  /** False: deactivated, it may not sign in. */
+  active: boolean
   created_at: string
   updated_at: string
   role: 'member' | 'admin'
@@ -16,8 +20,11 @@ export interface User {
 interface Values {
   name: string
   email: string
+  /** Empty: the email (a new user), or left as it is. */
+  username: string
   password: string
   role: 'member' | 'admin'
+  active: boolean
 }
 
 function UserFields(props: {
@@ -45,6 +52,14 @@ function UserFields(props: {
         required
         onInput={(email) => onChange({ ...values, email })}
         error={problemWith(error, 'email')}
+      />
+      <Field
+        label="Login (optional)"
+        name="username"
+        value={values.username}
+        hint="A username to sign in with besides the email (SCIM’s userName). Left empty, it is the email."
+        onInput={(username) => onChange({ ...values, username })}
+        error={problemWith(error, 'username')}
       />
       <Field
         label={props.isNew ? 'Password (optional)' : 'New password (optional)'}
@@ -80,8 +95,42 @@ function UserFields(props: {
           <small class="field-error">{problemWith(error, 'role')}</small>
         )}
       </p>
+      {!props.isNew && (
+        <p class="field">
+          <label>
+            <input
+              type="checkbox"
+              name="active"
+              checked={values.active}
+              aria-describedby="user-active-hint"
+              onChange={(event) =>
+                onChange({ ...values, active: (event.currentTarget as HTMLInputElement).checked })
+              }
+            />{' '}
+            Active: may sign in
+          </label>
+          <small id="user-active-hint" class="hint">
+            Deactivating signs the user out everywhere and keeps the record.
+          </small>
+          {problemWith(error, 'active') !== undefined && (
+            <small class="field-error">{problemWith(error, 'active')}</small>
+          )}
+        </p>
+      )}
     </>
   )
+}
+
+/** The form's values for a record as read (the password is never shown). */
+function valuesOf(user: User): Values {
+  return {
+    name: user.name,
+    email: user.email,
+    username: user.username,
+    password: '',
+    role: user.role,
+    active: user.active,
+  }
 }
 
 /** Creates a user; reports the new id. */
@@ -89,14 +138,17 @@ export function CreateUser(props: { onClose: () => void; onDone: (text: string) 
   const [values, setValues] = useState<Values>({
     name: '',
     email: '',
+    username: '',
     password: '',
     role: 'member',
+    active: true,
   })
   const [error, setError] = useState<unknown>(null)
   const submit = async (event: Event) => {
     event.preventDefault()
     try {
       const body: Record<string, string> = { name: values.name, email: values.email }
+      if (values.username !== '') body.username = values.username
       if (values.password !== '') body.password = values.password
       if (values.role !== 'member') body.role = values.role
       const created = await call<User>('/users', { method: 'POST', body })
@@ -127,6 +179,26 @@ async function readUser(id: number): Promise<Read> {
   return { user: answer.body, etag: answer.headers.get('etag') ?? '' }
 }
 
+/** Where a user came from: made in roster, or provisioned by an identity provider (SCIM). */
+interface Provisioning {
+  provisioned: boolean
+  external_id: string | null
+}
+
+function Provenance(props: { provisioning: Provisioning | null; user: User }) {
+  const { provisioning, user } = props
+  if (provisioning === null) return null
+  return (
+    <p class="provenance">
+      {provisioning.provisioned
+        ? `Provisioned through SCIM${provisioning.external_id === null ? '' : `, externalId ${provisioning.external_id}`}.`
+        : 'Made in roster.'}{' '}
+      Signs in as {user.username}
+      {user.active ? '.' : '; deactivated: it cannot sign in.'}
+    </p>
+  )
+}
+
 /**
  * Edits a user with If-Match; on 412 shows the saved values beside the person's and lets them
  * choose.
@@ -141,23 +213,24 @@ export function EditUser(props: {
   // Set after a 412: what the record holds now, for the person to choose.
   const [conflict, setConflict] = useState<Read | null>(null)
   const [error, setError] = useState<unknown>(null)
+  const [provisioning, setProvisioning] = useState<Provisioning | null>(null)
   const loaded = useLoad(async () => {
     const first = await readUser(props.id)
     setRead(first)
-    setValues({
-      name: first.user.name,
-      email: first.user.email,
-      password: '',
-      role: first.user.role,
-    })
+    setValues(valuesOf(first.user))
+    setProvisioning((await call<Provisioning>(`/users/${props.id}/provisioning`)).body)
     return first
   }, [props.id])
 
   const save = async (etag: string) => {
     if (values === null) return
-    const body: Record<string, string> = { name: values.name, email: values.email }
+    const body: Record<string, string | boolean> = { name: values.name, email: values.email }
     if (values.password !== '') body.password = values.password
     if (read !== null && values.role !== read.user.role) body.role = values.role
+    if (read !== null && values.username !== '' && values.username !== read.user.username) {
+      body.username = values.username
+    }
+    if (read !== null && values.active !== read.user.active) body.active = values.active
     try {
       await call(`/users/${props.id}`, {
         method: 'PATCH',
@@ -181,18 +254,14 @@ export function EditUser(props: {
   const takeTheirs = () => {
     if (conflict === null) return
     setRead(conflict)
-    setValues({
-      name: conflict.user.name,
-      email: conflict.user.email,
-      password: '',
-      role: conflict.user.role,
-    })
+    setValues(valuesOf(conflict.user))
     setConflict(null)
   }
 
   return (
     <Dialog title={`Edit user ${props.id}`} onClose={props.onClose}>
       <ErrorNote error={loaded.error} />
+      {read !== null && <Provenance provisioning={provisioning} user={read.user} />}
       {values !== null && conflict === null && (
         <form onSubmit={submit}>
           <UserFields values={values} onChange={setValues} isNew={false} error={error} />

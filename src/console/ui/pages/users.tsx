@@ -117,7 +117,17 @@ export function UsersPage() {
               {search.q !== '' || search.email !== '' ? ' found' : ''}
             </caption>
             <ColumnHeads
-              names={['Id', 'Name', 'Email', 'Verified', 'Role', 'Groups', 'Created', 'Actions']}
+              names={[
+                'Id',
+                'Name',
+                'Email',
+                'Verified',
+                'Role',
+                'Status',
+                'Groups',
+                'Created',
+                'Actions',
+              ]}
             />
             <tbody>
               {data.data.map((user) => (
@@ -129,6 +139,7 @@ export function UsersPage() {
                     {user.email_verified_at === null ? 'no' : formatDate(user.email_verified_at)}
                   </td>
                   <td>{user.role}</td>
+                  <td>{user.active ? 'active' : 'deactivated'}</td>
                   <td>
                     {user.groups.length === 0
                       ? '—'
