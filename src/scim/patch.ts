@@ -111,7 +111,9 @@ function canonicalKeys(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
   const out: Record<string, unknown> = {}
   for (const [key, inner] of Object.entries(value)) {
-    if (READ_ONLY.has(attributeKey(key))) throw scimBadRequest('mutability', `${key} is read-only`)
+    // Okta sends the id along with a group's new name ({"id": …, "displayName": …}): a
+    // read-only attribute in a path-less value is left as it is, as a PUT leaves it.
+    if (READ_ONLY.has(attributeKey(key))) continue
     const isEnterprise = key.toLowerCase() === ENTERPRISE_SCHEMA.toLowerCase()
     out[isEnterprise ? ENTERPRISE_SCHEMA : canonicalPath(key)] = isEnterprise
       ? canonicalKeys(inner)

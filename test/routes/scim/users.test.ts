@@ -215,6 +215,34 @@ describe('SCIM Users', () => {
     ).toBe(200)
   })
 
+  test('PATCH of a read-only attribute by path is 400 mutability; a path-less value may echo the id', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const created = await t.call('POST', '/scim/v2/Users', { json: barbara, headers })
+    const id = created.body.id
+    const patch = (Operations: object[]) =>
+      t.call('PATCH', `/scim/v2/Users/${id}`, { json: { schemas: [PATCH], Operations }, headers })
+    expectScimError(await patch([{ op: 'replace', path: 'id', value: '7' }]), 400, 'mutability')
+    expectScimError(
+      await patch([{ op: 'replace', path: 'meta.created', value: 'x' }]),
+      400,
+      'mutability',
+    )
+    expectScimError(await patch([{ op: 'remove' }]), 400, 'noTarget')
+    expectScimError(await patch([{ op: 'move', path: 'active' }]), 400, 'invalidSyntax')
+    expectScimError(await patch([]), 400, 'invalidSyntax')
+    const echoed = await patch([{ op: 'replace', value: { id, displayName: 'B' } }])
+    expect({ id: echoed.body.id, displayName: echoed.body.displayName }).toEqual({
+      id,
+      displayName: 'B',
+    })
+    expectScimError(
+      await t.call('PATCH', `/scim/v2/Users/${id}`, { json: { Operations: [] }, headers }),
+      400,
+      'invalidSyntax',
+    )
+  })
+
   test('PUT replaces; If-Match with a stale meta.version is 412; DELETE is 204 then 404', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
