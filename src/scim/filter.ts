@@ -53,6 +53,9 @@ export type Condition =
   /** Some member of the group meets `where` (over member fields). */
   | { kind: 'anyMember'; where: Condition }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const CONTROL_CHARACTER = /[\x00-\x1f\x7f]/
+
 /** Longer filters are refused: no identity provider sends one near this long. */
 export const MAX_FILTER_LENGTH = 2048
 /** At most this many comparisons and operators in one filter. */
@@ -353,7 +356,15 @@ function comparison(attribute: Attribute, op: CompareOp, raw: unknown, path: str
     }
     default: {
       if (typeof raw === 'object') throw invalidComparison(path, op, raw)
-      return { kind: 'compare', attribute, op, value: String(raw) }
+      const value = String(raw)
+      // Nothing roster stores holds one, and PostgreSQL's text cannot hold U+0000 at all.
+      if (CONTROL_CHARACTER.test(value)) {
+        throw scimBadRequest(
+          'invalidFilter',
+          `${path}: a value must not contain control characters`,
+        )
+      }
+      return { kind: 'compare', attribute, op, value }
     }
   }
 }

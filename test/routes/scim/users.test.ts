@@ -156,6 +156,9 @@ describe('SCIM Users', () => {
       `${'('.repeat(5000)}userName eq "a"${')'.repeat(5000)}`,
       `${'not ('.repeat(300)}userName eq "a"${')'.repeat(300)}`,
       'groups[value eq "1"]',
+      'userName eq "a\u0000b"',
+      `userName eq "a${String.fromCharCode(0)}"`,
+      'externalId sw "\u001b[31m"',
     ]) {
       const reply = await t.get(`/scim/v2/Users?filter=${encodeURIComponent(filter)}`, { headers })
       expectScimError(reply, 400, 'invalidFilter')
