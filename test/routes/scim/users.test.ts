@@ -255,7 +255,8 @@ describe('SCIM Users', () => {
       json: {
         schemas: [USER],
         userName: 'babs',
-        emails: [{ value: 'babs@example.com', primary: 'True' }],
+        // Entra's habits: the primary second, flagged "Primary": "True".
+        emails: [{ value: 'other@example.com' }, { value: 'babs@example.com', Primary: 'True' }],
         displayName: 'Babs',
       },
       headers: { ...headers, 'if-match': created.body.meta.version },
@@ -264,7 +265,10 @@ describe('SCIM Users', () => {
     expect(replaced.body).toMatchObject({
       userName: 'babs',
       displayName: 'Babs',
-      emails: [{ value: 'babs@example.com', primary: true }],
+      emails: [
+        { value: 'babs@example.com', primary: true },
+        { value: 'other@example.com', primary: false },
+      ],
     })
     expect(replaced.body.externalId).toBeUndefined()
     expect(replaced.body[ENTERPRISE]).toBeUndefined()
