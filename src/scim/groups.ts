@@ -6,7 +6,7 @@ import type { GroupRecord } from '../groups/records'
 import type { GroupWrites } from '../groups/store'
 import { FIELD_RULES, isValidName } from '../users/fields'
 import { attributeValue, GROUP_SCHEMA } from './names'
-import { applyPatch } from './patch'
+import { applyPatch, patchOnVersionRead } from './patch'
 import type { ScimGroupQuery, ScimProfileRows } from './profile'
 import { versionOf } from './users'
 
@@ -89,9 +89,6 @@ export interface ScimGroupsInputs {
   transaction: Transaction<{ groups: GroupWrites }>
 }
 
-/** How often a PATCH without If-Match reads again when another write came between. */
-const PATCH_ATTEMPTS = 3
-
 /**
  * SCIM's Groups over roster's groups (CONTRACT sections 12 and 13): the same groups, written
  * through the same rules (a taken name is a conflict, each member added or removed is an audit
@@ -152,23 +149,15 @@ export class ScimGroups {
     base: string,
     by: AuditSource,
   ): Promise<GroupRecord | null> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.get(id)
-      if (current === null) return null
-      const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
-      const accepted =
-        versions === null ? [current.version] : versions.filter((v) => v === current.version)
-      try {
-        return await this.replace(id, input, accepted, by)
-      } catch (error) {
-        const raced =
-          error instanceof AppError &&
-          error.errorCode === 'PRECONDITION_FAILED' &&
-          versions === null &&
-          attempt < PATCH_ATTEMPTS
-        if (!raced) throw error
-      }
-    }
+    return await patchOnVersionRead(
+      () => this.get(id),
+      (current) => current.version,
+      (current, accepted) => {
+        const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
+        return this.replace(id, input, accepted, by)
+      },
+      versions,
+    )
   }
 
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {

@@ -1,5 +1,5 @@
 import { type ScimPatchOperation, type ScimResource, scimPatch } from 'scim-patch'
-import { ScimError, type ScimType, scimBadRequest } from '../errors/errors'
+import { AppError, ScimError, type ScimType, scimBadRequest } from '../errors/errors'
 import { attributeKey, attributeValue, ENTERPRISE_SCHEMA, PATCH_SCHEMA } from './names'
 
 /** The names PATCH paths and values may use, by their lower-cased form, as roster writes them. */
@@ -120,4 +120,37 @@ function canonicalKeys(value: unknown): unknown {
       : inner
   }
   return out
+}
+
+/** How often a PATCH without If-Match reads again when another write came between. */
+const PATCH_ATTEMPTS = 3
+
+/**
+ * A PATCH's read-modify-write: `write` stores what it made of the resource read, on the
+ * condition that the record is still the version read. A write that came between is read
+ * again (a PATCH names changes, not a whole resource), unless the client named its version
+ * with If-Match: then it is 412. null when there is no such resource.
+ */
+export async function patchOnVersionRead<R, T>(
+  read: () => Promise<R | null>,
+  versionOf: (current: R) => number,
+  write: (current: R, accepted: readonly number[]) => Promise<T>,
+  versions: readonly number[] | null,
+): Promise<T | null> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await read()
+    if (current === null) return null
+    const version = versionOf(current)
+    const accepted = versions === null ? [version] : versions.filter((v) => v === version)
+    try {
+      return await write(current, accepted)
+    } catch (error) {
+      const raced =
+        error instanceof AppError &&
+        error.errorCode === 'PRECONDITION_FAILED' &&
+        versions === null &&
+        attempt < PATCH_ATTEMPTS
+      if (!raced) throw error
+    }
+  }
 }

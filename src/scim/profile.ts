@@ -1,6 +1,6 @@
 import type { GroupRecord } from '../groups/records'
 import type { UserRecord } from '../users/records'
-import type { Condition } from './filter'
+import type { Condition, UserColumn } from './filter'
 
 /** An email of a SCIM user besides the primary one (which is the record's `email`). */
 export interface OtherEmail {
@@ -46,21 +46,7 @@ export interface ScimUserRow {
 }
 
 /** The attributes a list may be sorted by (their columns, in the backends). */
-export type SortKey =
-  | 'id'
-  | 'username'
-  | 'name'
-  | 'email'
-  | 'external_id'
-  | 'given_name'
-  | 'family_name'
-  | 'formatted_name'
-  | 'active'
-  | 'created_at'
-  | 'updated_at'
-  | 'employee_number'
-  | 'department'
-  | 'manager_id'
+export type SortKey = UserColumn | 'email'
 
 /** One page of a SCIM list: a filter compiled by the backend, an offset, a count. */
 export interface ScimUserQuery {

@@ -1,11 +1,11 @@
 import type { AuditSource } from '../audit/events'
 import type { Transaction } from '../db/unit'
-import { AppError, scimBadRequest } from '../errors/errors'
+import { scimBadRequest } from '../errors/errors'
 import { FIELD_RULES, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../users/fields'
 import type { UserRecord } from '../users/records'
 import type { UserWrites } from '../users/store'
 import type { Condition } from './filter'
-import { applyPatch } from './patch'
+import { applyPatch, patchOnVersionRead } from './patch'
 import {
   EMPTY_PROFILE,
   type ScimProfileRows,
@@ -27,9 +27,6 @@ export interface ScimUsersInputs {
   transaction: Transaction<ScimUnit>
   hashPassword: (password: string) => Promise<string>
 }
-
-/** How often a PATCH without If-Match reads again when another write came between. */
-const PATCH_ATTEMPTS = 3
 
 /**
  * SCIM's Users (CONTRACT section 13) over roster's own users: a SCIM user is the same record,
@@ -122,24 +119,15 @@ export class ScimUsers {
     base: string,
     by: AuditSource,
   ): Promise<ScimUserRow | null> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.get(id)
-      if (current === null) return null
-      const patched = applyPatch(toScimUser(current, base), body)
-      const input = readScimUser(patched)
-      const read = [current.user.version]
-      const accepted = versions === null ? read : versions.filter((v) => v === current.user.version)
-      try {
-        return await this.replace(id, input, accepted, by)
-      } catch (error) {
-        const raced =
-          error instanceof AppError &&
-          error.errorCode === 'PRECONDITION_FAILED' &&
-          versions === null &&
-          attempt < PATCH_ATTEMPTS
-        if (!raced) throw error
-      }
-    }
+    return await patchOnVersionRead(
+      () => this.get(id),
+      (current) => current.user.version,
+      (current, accepted) => {
+        const input = readScimUser(applyPatch(toScimUser(current, base), body))
+        return this.replace(id, input, accepted, by)
+      },
+      versions,
+    )
   }
 
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
