@@ -268,7 +268,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Where a user came from (SCIM's externalId) */
+        /**
+         * Where a user came from (SCIM's externalId)
+         * @description provisioned is true when an identity provider made or described the user through SCIM (see /scim/v2); external_id is its id there. The console shows both.
+         */
         get: operations["getUsersByIdProvisioning"];
         put?: never;
         post?: never;
@@ -1261,7 +1264,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Where a user came from (SCIM's externalId) */
+        /**
+         * Where a user came from (SCIM's externalId)
+         * @description provisioned is true when an identity provider made or described the user through SCIM (see /scim/v2); external_id is its id there. The console shows both.
+         */
         get: operations["getV2UsersByIdProvisioning"];
         put?: never;
         post?: never;
@@ -2118,7 +2124,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What roster offers of SCIM */
+        /**
+         * What roster offers of SCIM
+         * @description RFC 7643 section 5 to 7; the same for any case of the name.
+         */
         get: operations["getScimV2ServiceProviderConfig"];
         put?: never;
         post?: never;
@@ -2135,7 +2144,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The resource types: User, Group */
+        /**
+         * The resource types: User, Group
+         * @description RFC 7643 section 5 to 7; the same for any case of the name.
+         */
         get: operations["getScimV2ResourceTypes"];
         put?: never;
         post?: never;
@@ -2152,7 +2164,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One resource type */
+        /**
+         * One resource type
+         * @description RFC 7643 section 5 to 7; the same for any case of the name.
+         */
         get: operations["getScimV2ResourceTypesById"];
         put?: never;
         post?: never;
@@ -2169,7 +2184,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every attribute roster stores */
+        /**
+         * Every attribute roster stores
+         * @description RFC 7643 section 5 to 7; the same for any case of the name.
+         */
         get: operations["getScimV2Schemas"];
         put?: never;
         post?: never;
@@ -2186,7 +2204,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One schema, by its URN */
+        /**
+         * One schema, by its URN
+         * @description RFC 7643 section 5 to 7; the same for any case of the name.
+         */
         get: operations["getScimV2SchemasById"];
         put?: never;
         post?: never;
@@ -2203,11 +2224,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List users (filter, sortBy, startIndex, count) */
+        /**
+         * List users (filter, sortBy, startIndex, count)
+         * @description A ListResponse. filter (RFC 7644 section 3.4.2.2, compiled to SQL), startIndex (1-based), count (at most 200), sortBy, sortOrder, attributes, excludedAttributes.
+         */
         get: operations["getScimV2Users"];
         put?: never;
-        /** Create a user */
+        /**
+         * Create a user
+         * @description Answers 201 with Location and ETag. A taken name is 409 scimType uniqueness.
+         */
         post: operations["postScimV2Users"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List users, the query in the body
+         * @description A ListResponse. filter (RFC 7644 section 3.4.2.2, compiled to SQL), startIndex (1-based), count (at most 200), sortBy, sortOrder, attributes, excludedAttributes.
+         */
+        post: operations["postScimV2Users.search"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2221,16 +2268,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One user */
+        /**
+         * One user
+         * @description The User with an ETag (meta.version); attributes and excludedAttributes apply.
+         */
         get: operations["getScimV2UsersById"];
-        /** Replace a user */
+        /**
+         * Replace a user
+         * @description Replaces the User; If-Match with a stale meta.version is 412.
+         */
         put: operations["putScimV2UsersById"];
         post?: never;
-        /** Delete a user (204) */
+        /**
+         * Delete a user (204)
+         * @description Answers 204; a second DELETE is 404.
+         */
         delete: operations["deleteScimV2UsersById"];
         options?: never;
         head?: never;
-        /** Change a user with a PatchOp */
+        /**
+         * Change a user with a PatchOp
+         * @description A PatchOp (add, remove, replace; with or without path; value paths). If-Match with a stale meta.version is 412.
+         */
         patch: operations["patchScimV2UsersById"];
         trace?: never;
     };
@@ -2241,11 +2300,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List groups (filter, sortBy, startIndex, count) */
+        /**
+         * List groups (filter, sortBy, startIndex, count)
+         * @description A ListResponse. filter (RFC 7644 section 3.4.2.2, compiled to SQL), startIndex (1-based), count (at most 200), sortBy, sortOrder, attributes, excludedAttributes.
+         */
         get: operations["getScimV2Groups"];
         put?: never;
-        /** Create a group */
+        /**
+         * Create a group
+         * @description Answers 201 with Location and ETag. A taken name is 409 scimType uniqueness.
+         */
         post: operations["postScimV2Groups"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List groups, the query in the body
+         * @description A ListResponse. filter (RFC 7644 section 3.4.2.2, compiled to SQL), startIndex (1-based), count (at most 200), sortBy, sortOrder, attributes, excludedAttributes.
+         */
+        post: operations["postScimV2Groups.search"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2259,16 +2344,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One group */
+        /**
+         * One group
+         * @description The Group with an ETag (meta.version); attributes and excludedAttributes apply.
+         */
         get: operations["getScimV2GroupsById"];
-        /** Replace a group and its members */
+        /**
+         * Replace a group and its members
+         * @description Replaces the Group; If-Match with a stale meta.version is 412.
+         */
         put: operations["putScimV2GroupsById"];
         post?: never;
-        /** Delete a group (204) */
+        /**
+         * Delete a group (204)
+         * @description Answers 204; a second DELETE is 404.
+         */
         delete: operations["deleteScimV2GroupsById"];
         options?: never;
         head?: never;
-        /** Change a group or its members with a PatchOp */
+        /**
+         * Change a group or its members with a PatchOp
+         * @description A PatchOp (add, remove, replace; with or without path; value paths). If-Match with a stale meta.version is 412.
+         */
         patch: operations["patchScimV2GroupsById"];
         trace?: never;
     };
@@ -5439,7 +5536,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        user_id: string | number;
+                        user_id: number;
                         /** @description Whether an identity provider described the user through SCIM */
                         provisioned: boolean;
                         /** @description The identity provider's id for the user (SCIM's externalId) */
@@ -20860,7 +20957,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        user_id: string | number;
+                        user_id: number;
                         /** @description Whether an identity provider described the user through SCIM */
                         provisioned: boolean;
                         /** @description The identity provider's id for the user (SCIM's externalId) */
@@ -35333,6 +35430,214 @@ export interface operations {
             };
         };
     };
+    "postScimV2Users.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
     getScimV2UsersById: {
         parameters: {
             query?: never;
@@ -36378,6 +36683,214 @@ export interface operations {
         responses: {
             /** @description Created, with Location and ETag */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PRECONDITION_FAILED */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        status: string;
+                        scimType?: string;
+                        detail: string;
+                    };
+                };
+            };
+        };
+    };
+    "postScimV2Groups.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The resource or the ListResponse */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

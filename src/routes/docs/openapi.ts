@@ -8,6 +8,11 @@ type Json = Record<string, unknown>
 
 /** Routes every /X also answers as /v1/X: listed once, unversioned. */
 const EXCLUDED_PATHS = [/^\/v1\//]
+/**
+ * The generator leaves out every path with a dot by default (it takes them for static files),
+ * which would drop SCIM's `/Users/.search`; the static files here are excluded by path instead.
+ */
+const STATIC_FILES = /\.(js|css|json|html|png|svg|ico|map)$/
 
 const INFO_DESCRIPTION = [
   'A users API with credentials, uploads and signed webhooks, in one executable.',
@@ -29,6 +34,11 @@ function documentation(version: string) {
     tags: [
       { name: 'users', description: 'User records' },
       { name: 'groups', description: 'Groups of users (SCIM Groups map onto them)' },
+      {
+        name: 'scim',
+        description:
+          "SCIM 2.0 (RFC 7643, RFC 7644) for identity providers: a key with the scim scope as a bearer token; resource and attribute names in any case; every error in SCIM's form",
+      },
       { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
       {
         name: 'account by email',
@@ -91,7 +101,10 @@ export async function openApiDocument(app: AnyElysia, version: string): Promise<
   // Loaded when the document is first asked for: the generator is a large module that start-up
   // would otherwise evaluate for every server (spawn to first 200, bench/README).
   const { toOpenAPISchema } = await import('@elysiajs/openapi')
-  const { paths, components } = toOpenAPISchema(app, { paths: EXCLUDED_PATHS })
+  const { paths, components } = toOpenAPISchema(app, {
+    paths: [...EXCLUDED_PATHS, STATIC_FILES],
+    staticFile: false,
+  })
   const base = documentation(version)
   const document: Json = {
     openapi: '3.1.0',

@@ -101,12 +101,32 @@ export function scimRoutes(inputs: ScimRouteInputs) {
       detail: {
         tags,
         summary,
+        description: descriptionOf(method, path),
         security: routeGuard.security,
         responses: successOf(method, path),
       },
     }) as unknown as typeof app
   }
   return app.all('/scim/v2/*', handler, { ...hook, detail: { hide: true } })
+}
+
+/** What the API document says of each operation beyond its summary. */
+function descriptionOf(method: string, path: string): string {
+  if (!path.startsWith('/Users') && !path.startsWith('/Groups')) {
+    return 'RFC 7643 section 5 to 7; the same for any case of the name.'
+  }
+  const resource = path.startsWith('/Users') ? 'User' : 'Group'
+  if (path.endsWith('.search') || (method === 'GET' && !path.includes(':id'))) {
+    return `A ListResponse. filter (RFC 7644 section 3.4.2.2, compiled to SQL), startIndex (1-based), count (at most ${MAX_RESULTS}), sortBy, sortOrder, attributes, excludedAttributes.`
+  }
+  const answers: Record<string, string> = {
+    GET: `The ${resource} with an ETag (meta.version); attributes and excludedAttributes apply.`,
+    POST: `Answers 201 with Location and ETag. A taken name is 409 scimType uniqueness.`,
+    PUT: `Replaces the ${resource}; If-Match with a stale meta.version is 412.`,
+    PATCH: `A PatchOp (add, remove, replace; with or without path; value paths). If-Match with a stale meta.version is 412.`,
+    DELETE: 'Answers 204; a second DELETE is 404.',
+  }
+  return answers[method] ?? ''
 }
 
 /** What an operation answers when it succeeds: a SCIM resource or list, or nothing (204). */

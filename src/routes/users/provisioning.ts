@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { Config } from '../../config'
 import { notFound } from '../../errors/errors'
@@ -15,7 +16,7 @@ export interface ProvisioningRouteInputs {
 
 const Provisioning = t.Object(
   {
-    user_id: t.Integer(),
+    user_id: Type.Integer({ minimum: 1 }),
     provisioned: t.Boolean({
       description: 'Whether an identity provider described the user through SCIM',
     }),
@@ -47,6 +48,8 @@ export function provisioningRoutes(inputs: ProvisioningRouteInputs, prefix: '' |
       detail: {
         tags: ['users'],
         summary: "Where a user came from (SCIM's externalId)",
+        description:
+          'provisioned is true when an identity provider made or described the user through SCIM (see /scim/v2); external_id is its id there. The console shows both.',
         security: access.provisioning.security,
         responses: documented({
           200: Provisioning,

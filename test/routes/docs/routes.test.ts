@@ -87,6 +87,7 @@ describe('/swagger', () => {
       '/auth/email-change/confirm',
       '/auth/invitation/confirm',
       '/users/{id}/invite',
+      '/users/{id}/provisioning',
       '/mail',
       '/mail/{id}',
       '/mail/{id}/resend',
@@ -108,8 +109,28 @@ describe('/swagger', () => {
       '/auth/email-change',
       '/auth/invitation',
     ]
+    // SCIM has its own version in its path.
+    const scim = [
+      '/ServiceProviderConfig',
+      '/ResourceTypes',
+      '/ResourceTypes/{id}',
+      '/Schemas',
+      '/Schemas/{id}',
+      '/Users',
+      '/Users/.search',
+      '/Users/{id}',
+      '/Groups',
+      '/Groups/.search',
+      '/Groups/{id}',
+    ].map((path) => `/scim/v2${path}`)
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/metrics', ...pages, ...unversioned, ...unversioned.map((path) => `/v2${path}`)].sort(),
+      [
+        '/metrics',
+        ...pages,
+        ...scim,
+        ...unversioned,
+        ...unversioned.map((path) => `/v2${path}`),
+      ].sort(),
     )
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([
       'apiKeyHeader',
