@@ -32,6 +32,7 @@ describe('PostgreSQL migrations', () => {
         'sessions',
         'settings',
         'uploads',
+        'user_profiles',
         'users',
         'webhook_deliveries',
         'webhook_dispatch',
