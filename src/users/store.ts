@@ -149,6 +149,18 @@ export interface UserWriteRows {
   lockSignInNames(id: number): Promise<{ email: string; username: string } | null>
   /** How many admins other than `id` can sign in (are active), as this unit sees them. */
   countOtherActiveAdmins(id: number): Promise<number>
+  /**
+   * Holds these sign-in names (lower-cased) until the unit ends, so two units cannot both find
+   * one free (PostgreSQL: transaction advisory locks, in order; SQLite's single writer does it).
+   */
+  claimSignInNames(keys: readonly string[]): Promise<void>
+  /**
+   * Whether a user other than `exceptId` signs in with `key` (lower-cased): by a username other
+   * than its email, or, unless `usernamesOnly`, by its email too. A username that is not the
+   * email is unique by an index only among such usernames (one that is the email is unique as
+   * the email is), so a write checks the other kind here.
+   */
+  signInNameTaken(key: string, exceptId: number | null, usernamesOnly: boolean): Promise<boolean>
 }
 
 /** What a database keeps of users: the writes above and the reads, row operations only. */
@@ -195,6 +207,9 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
   const { users, credentials, memberships, accountTokens, audit } = rows
   return {
     async create(input, by) {
+      const email = emailKey(input.email)
+      const username = input.username === undefined ? email : usernameKey(input.username)
+      await usableSignInNames(users, null, email, username === email ? null : username, input)
       const user = await uniqueUser(input, users.insert(input))
       const changes = changedFields(null, user, AUDITED_FIELDS)
       // The defaults go unsaid: a username that is the email, an account that is active.
@@ -206,11 +221,23 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
     async update(id, changes, guard, by) {
       const roleChanges =
         changes.role !== undefined && (await changesRole(users, id, changes.role, guard))
-      const namesBefore = changes.email === undefined ? null : await users.lockSignInNames(id)
+      const renamed = changes.email !== undefined || changes.username !== undefined
+      const namesBefore = renamed ? await users.lockSignInNames(id) : null
       const effective = {
         ...changes,
         role: roleChanges ? changes.role : undefined,
         username: changes.username ?? followingUsername(namesBefore, changes.email),
+      }
+      if (namesBefore !== null) {
+        const email = emailKey(changes.email ?? namesBefore.email)
+        const username = usernameKey(effective.username ?? namesBefore.username)
+        await usableSignInNames(
+          users,
+          id,
+          changes.email === undefined ? null : email,
+          effective.username === undefined || username === email ? null : username,
+          changes,
+        )
       }
       const { before, after } = await uniqueUser(changes, users.update(id, effective, guard))
       // A new password or role, or an account made inactive: every session and token of the
@@ -345,6 +372,34 @@ function followingUsername(
 ): string | undefined {
   if (before === null || email === undefined) return undefined
   return usernameKey(before.username) === emailKey(before.email) ? email : undefined
+}
+
+/**
+ * Refuses (CONFLICT) a new email that is another user's username, or a username (other than
+ * the user's email) that is another user's email or username: a sign-in looks a name up as an
+ * email first, so either would let one account's name sign in to another. Same-kind duplicates
+ * are the unique indexes' to refuse.
+ */
+async function usableSignInNames(
+  users: UserWriteRows,
+  id: number | null,
+  email: string | null,
+  username: string | null,
+  values: { email?: string; username?: string },
+): Promise<void> {
+  const keys = [email, username].filter((key): key is string => key !== null)
+  if (keys.length === 0) return
+  await users.claimSignInNames(keys)
+  if (email !== null && (await users.signInNameTaken(email, id, true))) {
+    throw conflict('A user with this email already exists', [
+      fieldDetail('email', 'is already in use', values.email),
+    ])
+  }
+  if (username !== null && (await users.signInNameTaken(username, id, false))) {
+    throw conflict('A user with this username already exists', [
+      fieldDetail('username', 'is already in use', values.username),
+    ])
+  }
 }
 
 /** A write refused for a taken email or username is CONFLICT, naming the field. */

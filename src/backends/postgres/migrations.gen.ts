@@ -13,6 +13,7 @@ import m10 from '../../../drizzle-pg/0010_audit_log.sql' with { type: 'text' }
 import m11 from '../../../drizzle-pg/0011_outbound_webhooks.sql' with { type: 'text' }
 import m12 from '../../../drizzle-pg/0012_usernames.sql' with { type: 'text' }
 import m13 from '../../../drizzle-pg/0013_scim_profiles.sql' with { type: 'text' }
+import m14 from '../../../drizzle-pg/0014_partial_username_index.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -29,4 +30,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0011_outbound_webhooks', when: 1795757710794, sql: m11 },
   { tag: '0012_usernames', when: 1795767446770, sql: m12 },
   { tag: '0013_scim_profiles', when: 1795770319888, sql: m13 },
+  { tag: '0014_partial_username_index', when: 1795774400491, sql: m14 },
 ]

@@ -40,10 +40,18 @@ export const users = pgTable(
     role: text('role').notNull().default('member'),
     emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, precision: 3 }),
     username: text('username'),
-    usernameKey: text('username_key').unique('users_username_key_unique'),
+    usernameKey: text('username_key'),
     active: boolean('active').notNull().default(true),
   },
-  (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
+  (table) => [
+    // The admins, found without reading every user (the last-admin rule counts them).
+    index('users_admins_idx').on(table.id).where(sql`role = 'admin'`),
+    // Usernames other than the email: a username that is the email (most users) is unique as
+    // the email is, and leaving it out of this index spares every insert a second index write.
+    uniqueIndex('users_username_key_unique')
+      .on(table.usernameKey)
+      .where(sql`username_key <> email_key`),
+  ],
 )
 
 export const idempotencyKeys = pgTable(

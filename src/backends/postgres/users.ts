@@ -153,6 +153,26 @@ function createPgUserWriteRows(
       return row?.role ?? null
     },
 
+    async claimSignInNames(keys) {
+      // In order, so two units claiming the same names cannot wait on each other.
+      await q.unsafe(
+        'SELECT pg_advisory_xact_lock(hashtext(k)) FROM (SELECT unnest($1::text[]) AS k ORDER BY 1) AS names',
+        [`{${[...keys].map((key) => JSON.stringify(key)).join(',')}}`],
+      )
+    },
+
+    async signInNameTaken(key, exceptId, usernamesOnly) {
+      const [row] = usernamesOnly
+        ? await q<{ taken: number }[]>`
+            SELECT 1 AS taken FROM users WHERE username_key = ${key} AND username_key <> email_key
+              AND id IS DISTINCT FROM ${exceptId}::int8 LIMIT 1`
+        : await q<{ taken: number }[]>`
+            SELECT 1 AS taken FROM users
+            WHERE (email_key = ${key} OR (username_key = ${key} AND username_key <> email_key))
+              AND id IS DISTINCT FROM ${exceptId}::int8 LIMIT 1`
+      return row !== undefined
+    },
+
     async countOtherActiveAdmins(id) {
       const [row] = await q<{ n: number }[]>`
         SELECT count(*)::int AS n FROM users WHERE role = 'admin' AND active AND id <> ${id}::int8`
@@ -265,7 +285,9 @@ export function createPgUserRows(
 
     async emailKeysTaken(keys) {
       const rows = await pool<{ email_key: string }[]>`
-        SELECT email_key FROM users WHERE email_key = ANY(${keys.map(lookupText)}::text[])`
+        SELECT email_key FROM users WHERE email_key = ANY(${keys.map(lookupText)}::text[])
+        UNION SELECT username_key FROM users WHERE username_key = ANY(${keys.map(lookupText)}::text[])
+          AND username_key <> email_key`
       return new Set(rows.map((row) => row.email_key))
     },
 

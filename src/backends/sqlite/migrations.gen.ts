@@ -13,6 +13,7 @@ import m10 from '../../../drizzle/0010_mail_requests.sql' with { type: 'text' }
 import m11 from '../../../drizzle/0011_audit_log_and_outbound_webhooks.sql' with { type: 'text' }
 import m12 from '../../../drizzle/0012_usernames.sql' with { type: 'text' }
 import m13 from '../../../drizzle/0013_scim_profiles.sql' with { type: 'text' }
+import m14 from '../../../drizzle/0014_partial_username_index.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
@@ -29,4 +30,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0011_audit_log_and_outbound_webhooks', when: 1795760210680, sql: m11 },
   { tag: '0012_usernames', when: 1795767446021, sql: m12 },
   { tag: '0013_scim_profiles', when: 1795770318817, sql: m13 },
+  { tag: '0014_partial_username_index', when: 1795774399359, sql: m14 },
 ]

@@ -28,12 +28,19 @@ export const users = sqliteTable(
      * uniqueness rule. Null only in the moment a migration adds them (it fills them at once).
      */
     username: text('username'),
-    usernameKey: text('username_key').unique('users_username_key_unique'),
+    usernameKey: text('username_key'),
     /** False: the account may not sign in (SCIM's active; its sessions ended when it was set). */
     active: integer('active', { mode: 'boolean' }).notNull().default(true),
   },
-  // The admins, found without reading every user (the last-admin rule counts them).
-  (table) => [index('users_admins_idx').on(table.id).where(sql`role = 'admin'`)],
+  (table) => [
+    // The admins, found without reading every user (the last-admin rule counts them).
+    index('users_admins_idx').on(table.id).where(sql`role = 'admin'`),
+    // Usernames other than the email: a username that is the email (most users) is unique as
+    // the email is, and leaving it out of this index spares every insert a second index write.
+    uniqueIndex('users_username_key_unique')
+      .on(table.usernameKey)
+      .where(sql`username_key <> email_key`),
+  ],
 )
 
 /**

@@ -22,7 +22,10 @@ const EXPORT_SQL =
 export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
   const writer = store.db.$client
   const takenKeys = store.reader.query<{ email_key: string }, [string]>(
-    'SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?))',
+    // An address that is another user's username (other than its email) is taken too.
+    `SELECT email_key FROM users WHERE email_key IN (SELECT value FROM json_each(?1))
+     UNION SELECT username_key FROM users WHERE username_key IN (SELECT value FROM json_each(?1))
+       AND username_key <> email_key`,
   )
   const insertPlain = writer.query(
     `INSERT INTO users (name, email, email_key, username, username_key, password_hash, created_at,

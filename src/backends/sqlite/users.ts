@@ -1,6 +1,5 @@
 import type { Database } from 'bun:sqlite'
 import { eq, sql } from 'drizzle-orm'
-import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Role } from '../../auth/access'
 import type { PageRequest } from '../../db/page'
 import {
@@ -86,6 +85,14 @@ export function createSqliteUserRows(
     'SELECT email, coalesce(username, email) AS username FROM users WHERE id = ?',
   )
   const roleById = writer.query<{ role: Role }, [number]>('SELECT role FROM users WHERE id = ?')
+  // The partial index users_username_key_unique serves the first (its WHERE is the same).
+  const usernameTaken = writer.query<{ taken: number }, [string, number | null]>(
+    'SELECT 1 AS taken FROM users WHERE username_key = ?1 AND username_key <> email_key AND (?2 IS NULL OR id <> ?2) LIMIT 1',
+  )
+  const nameTaken = writer.query<{ taken: number }, [string, number | null]>(
+    `SELECT 1 AS taken FROM users WHERE (email_key = ?1 OR (username_key = ?1 AND username_key <> email_key))
+       AND (?2 IS NULL OR id <> ?2) LIMIT 1`,
+  )
   const otherActiveAdmins = writer.query<{ n: number }, [number]>(
     "SELECT count(*) AS n FROM users WHERE role = 'admin' AND active AND id <> ?",
   )
@@ -152,30 +159,58 @@ export function createSqliteUserRows(
       .returning(recordColumns)
       .prepare(),
   )
-  // One statement for every update: a null placeholder keeps the column as it is.
-  const keep = (column: SQLiteColumn, name: string) =>
-    sql`coalesce(${sql.placeholder(name)}, ${column})`
-  const update = firstUse(() =>
+  /**
+   * One statement per set of fields an update changes, prepared on first use: a column left
+   * out of SET costs nothing, and a unique index's column in SET (email_key, username_key) is
+   * rewritten in its index even when its value stays (measured: PATCH of a name at 1.17x the
+   * CPU when every update set every column).
+   */
+  const updates = new Map<number, ReturnType<typeof prepareUpdate>>()
+  const prepareUpdate = (fields: UpdatedFields) =>
     db
       .update(users)
       .set({
-        name: keep(users.name, 'name'),
-        email: keep(users.email, 'email'),
-        emailKey: keep(users.emailKey, 'emailKey'),
-        username: keep(users.username, 'username'),
-        usernameKey: keep(users.usernameKey, 'usernameKey'),
-        passwordHash: keep(users.passwordHash, 'passwordHash'),
-        role: keep(users.role, 'role'),
-        active: keep(users.active, 'active'),
-        // A new address is not verified yet (the email-change flow verifies it after).
-        emailVerifiedAt: sql`CASE WHEN ${sql.placeholder('emailKey')} <> ${users.emailKey} THEN NULL ELSE ${users.emailVerifiedAt} END`,
+        ...(fields.name ? { name: sql`${sql.placeholder('name')}` } : {}),
+        ...(fields.email
+          ? {
+              email: sql`${sql.placeholder('email')}`,
+              emailKey: sql`${sql.placeholder('emailKey')}`,
+              // A new address is not verified yet (the email-change flow verifies it after).
+              emailVerifiedAt: sql`CASE WHEN ${sql.placeholder('emailKey')} <> ${users.emailKey} THEN NULL ELSE ${users.emailVerifiedAt} END`,
+            }
+          : {}),
+        ...(fields.username
+          ? {
+              username: sql`${sql.placeholder('username')}`,
+              usernameKey: sql`${sql.placeholder('usernameKey')}`,
+            }
+          : {}),
+        ...(fields.passwordHash ? { passwordHash: sql`${sql.placeholder('passwordHash')}` } : {}),
+        ...(fields.role ? { role: sql`${sql.placeholder('role')}` } : {}),
+        ...(fields.active ? { active: sql`${sql.placeholder('active')}` } : {}),
         version: sql`${users.version} + 1`,
         updatedAt: sql`${sql.placeholder('at')}`,
       })
       .where(eq(users.id, sql.placeholder('id')))
       .returning(recordColumns)
-      .prepare(),
-  )
+      .prepare()
+  const update = (changes: UserChanges) => {
+    const fields: UpdatedFields = {
+      name: changes.name !== undefined,
+      email: changes.email !== undefined,
+      username: changes.username !== undefined,
+      passwordHash: changes.passwordHash !== undefined,
+      role: changes.role !== undefined,
+      active: changes.active !== undefined,
+    }
+    const key = Object.values(fields).reduce((bits, on, index) => bits | (on ? 1 << index : 0), 0)
+    let statement = updates.get(key)
+    if (statement === undefined) {
+      statement = prepareUpdate(fields)
+      updates.set(key, statement)
+    }
+    return statement
+  }
   const remove = firstUse(() =>
     db
       .delete(users)
@@ -220,16 +255,17 @@ export function createSqliteUserRows(
         const before = checkGuard(guardedRow(currentById.get(id)), guard)
         const updated = neutralUnique(
           () =>
-            update().get({
+            update(changes).get({
               id,
-              name: changes.name?.trim() ?? null,
-              email: changes.email ?? null,
-              emailKey: changes.email === undefined ? null : emailKey(changes.email),
-              username: changes.username ?? null,
-              usernameKey: changes.username === undefined ? null : usernameKey(changes.username),
-              passwordHash: changes.passwordHash ?? null,
-              role: changes.role ?? null,
-              active: changes.active ?? null,
+              name: changes.name?.trim(),
+              email: changes.email,
+              emailKey: changes.email === undefined ? undefined : emailKey(changes.email),
+              username: changes.username,
+              usernameKey:
+                changes.username === undefined ? undefined : usernameKey(changes.username),
+              passwordHash: changes.passwordHash,
+              role: changes.role,
+              active: changes.active,
               at: now().toISOString(),
             }) as Omit<UserRecord, 'groups'>,
         )
@@ -265,6 +301,10 @@ export function createSqliteUserRows(
     lockRole: (id: number) => settle(() => roleById.get(id)?.role ?? null),
     lockSignInNames: (id: number) => settle(() => namesById.get(id) ?? null),
     countOtherActiveAdmins: (id: number) => settle(() => otherActiveAdmins.get(id)?.n ?? 0),
+    // One writer: a unit's reads and writes cannot interleave with another's.
+    claimSignInNames: () => settle(() => undefined),
+    signInNameTaken: (key: string, exceptId: number | null, usernamesOnly: boolean) =>
+      settle(() => (usernamesOnly ? usernameTaken : nameTaken).get(key, exceptId) !== null),
   }
 
   return {
@@ -310,6 +350,16 @@ export function createSqliteUserRows(
 }
 
 /** SQLite keeps booleans as 0 and 1: the row a guarded write reads, with `active` as a boolean. */
+/** Which of a user's fields an update sets. */
+interface UpdatedFields {
+  name: boolean
+  email: boolean
+  username: boolean
+  passwordHash: boolean
+  role: boolean
+  active: boolean
+}
+
 function guardedRow(row: GuardedRow | null): GuardedRow | null {
   return row === null ? null : { ...row, active: Boolean(row.active) }
 }

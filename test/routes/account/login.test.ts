@@ -105,37 +105,36 @@ describe('POST /login', () => {
     )
   })
 
-  test('an email wins over a username that is the same text: each account keeps its own name', async () => {
+  test('no name signs in to two accounts: a username that is another email, or the reverse, is 409', async () => {
     await using t = await makeTestApp()
     await t.post('/users', { ...ada, username: 'ada' })
-    // Bob's username is Ada's address once Ada has a username of her own.
-    await t.post('/users', {
+    const bob = {
       name: 'Bob',
       email: 'bob@example.com',
-      username: 'ada@example.com',
+      username: 'ADA@example.com',
       password: 'bobs password is long',
-    })
-    const asAda = await t.call(
-      'POST',
-      '/login',
-      form({ email: 'ada@example.com', password: PASSWORD }),
+    }
+    const taken = expectEnvelope(await t.post('/users', bob), 409, 'CONFLICT')
+    expect(taken.details[0]?.field).toBe('username')
+    await t.post('/users', { ...bob, username: 'b.ob@example.com' })
+    // Carol's address is Bob's username: it would sign in to Carol before Bob.
+    const carol = { name: 'Carol', email: 'B.OB@example.com', password: PASSWORD }
+    expect(expectEnvelope(await t.post('/users', carol), 409, 'CONFLICT').details[0]?.field).toBe(
+      'email',
     )
-    expect(asAda.body.user.id).toBe(1)
-    expectEnvelope(
-      await t.call(
-        'POST',
-        '/login',
-        form({ email: 'ada@example.com', password: 'bobs password is long' }),
-      ),
-      401,
-      'INVALID_CREDENTIALS',
-    )
+    const patched = await t.call('PATCH', '/users/1', { json: { username: 'bob@example.com' } })
+    expect(expectEnvelope(patched, 409, 'CONFLICT').details[0]?.field).toBe('username')
+    // A user's own email as its username is no clash: the username is the email again.
+    const own = await t.call('PATCH', '/users/2', { json: { username: 'BOB@example.com' } })
+    expect(own.body.username).toBe('BOB@example.com')
     const asBob = await t.call(
       'POST',
       '/login',
       form({ email: 'bob@example.com', password: 'bobs password is long' }),
     )
     expect(asBob.body.user.id).toBe(2)
+    const asAda = await t.call('POST', '/login', form({ username: 'ada', password: PASSWORD }))
+    expect(asAda.body.user.id).toBe(1)
   })
 
   test('a deactivated account is refused with 403 after the right password, and 401 with a wrong one', async () => {

@@ -1,0 +1,2 @@
+ALTER TABLE "users" DROP CONSTRAINT "users_username_key_unique";--> statement-breakpoint
+CREATE UNIQUE INDEX "users_username_key_unique" ON "users" USING btree ("username_key") WHERE username_key <> email_key;
