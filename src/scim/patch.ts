@@ -57,8 +57,15 @@ export function applyPatch(
   }
   const normalised = operations.map(normaliseOperation)
   try {
-    const patched = scimPatch(structuredClone(resource) as unknown as ScimResource, normalised)
-    return patched as unknown as Record<string, unknown>
+    const patched: unknown = scimPatch(
+      structuredClone(resource) as unknown as ScimResource,
+      normalised,
+    )
+    // An operation on the whole resource (an empty path) can leave something else in its place.
+    if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) {
+      throw scimBadRequest('invalidValue', 'The PATCH leaves no resource behind')
+    }
+    return patched as Record<string, unknown>
   } catch (error) {
     if (error instanceof ScimError) throw error
     const scimType = (error as { scimType?: string }).scimType
@@ -79,8 +86,8 @@ function normaliseOperation(operation: unknown, index: number): ScimPatchOperati
   if (typeof op !== 'string' || !['add', 'remove', 'replace'].includes(op.toLowerCase())) {
     throw scimBadRequest('invalidSyntax', `Operations[${index}].op must be add, remove or replace`)
   }
-  if (path !== undefined && typeof path !== 'string') {
-    throw scimBadRequest('invalidPath', `Operations[${index}].path must be a string`)
+  if (path !== undefined && (typeof path !== 'string' || path.trim() === '')) {
+    throw scimBadRequest('invalidPath', `Operations[${index}].path must be an attribute path`)
   }
   if (path === undefined && op.toLowerCase() === 'remove') {
     throw scimBadRequest('noTarget', `Operations[${index}] removes without a path`)

@@ -232,6 +232,8 @@ describe('SCIM Users', () => {
       'mutability',
     )
     expectScimError(await patch([{ op: 'remove' }]), 400, 'noTarget')
+    expectScimError(await patch([{ op: 'replace', path: '', value: 'x' }]), 400, 'invalidPath')
+    expect((await patch([{ op: 'replace', value: 'x' }])).status).toBe(400)
     expectScimError(await patch([{ op: 'move', path: 'active' }]), 400, 'invalidSyntax')
     expectScimError(await patch([]), 400, 'invalidSyntax')
     const echoed = await patch([{ op: 'replace', value: { id, displayName: 'B' } }])
