@@ -21,6 +21,7 @@ import { authPlugin } from './routes/auth/plugin'
 import { authRoutes } from './routes/auth/routes'
 import { consoleRoutes } from './routes/console'
 import { docsRoutes } from './routes/docs/routes'
+import { factorRoutes } from './routes/factors/routes'
 import { groupRoutes } from './routes/groups/routes'
 import { healthChecks, healthRoutes } from './routes/health'
 import { mailRoutes } from './routes/mail/routes'
@@ -99,6 +100,7 @@ export function createApp(
     app.use(provisioningRoutes(inputs.scim, prefix))
     app.use(accountRoutes(inputs.account, prefix))
     app.use(mailFlowRoutes(inputs.mailFlows, prefix))
+    app.use(factorRoutes(inputs.factors, prefix))
     app.use(accountChangeRoutes(inputs.mailFlows, prefix))
     app.use(mailRoutes(inputs.mail, prefix))
     app.use(groupRoutes(inputs.groups, prefix))
@@ -125,6 +127,13 @@ export type App = ReturnType<typeof createApp>
 function routeInputs(deps: Deps) {
   const { config, users, clock } = deps
   const auth = authPlugin(deps.authenticator, config)
+  /** What every way of signing in needs to answer like /login (routes/auth/sign-in.ts). */
+  const signIn = {
+    credentials: deps.credentials,
+    users,
+    startSecondStep: (userId: number) => deps.factors.startSecondStep(userId),
+    config,
+  }
   return {
     health: {
       checks: healthChecks({
@@ -156,14 +165,24 @@ function routeInputs(deps: Deps) {
       transaction: deps.transaction,
       config,
     },
-    account: {
+    account: { ...signIn, auth, authenticator: deps.authenticator },
+    factors: {
       auth,
-      authenticator: deps.authenticator,
+      factors: deps.factors,
       users,
       credentials: deps.credentials,
+      authenticator: deps.authenticator,
+      signIn,
       config,
+      clock,
     },
-    mailFlows: { auth, flows: deps.mail.flows, credentials: deps.credentials, config },
+    mailFlows: {
+      auth,
+      flows: deps.mail.flows,
+      config,
+      signIn,
+      hasSecondFactor: (userId: number) => deps.factors.hasSecondFactor(userId),
+    },
     mail: {
       auth,
       outbox: deps.mail.outbox,

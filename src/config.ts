@@ -32,6 +32,8 @@ export interface Config {
   readonly logFile: string | null
   readonly sync: 'full' | 'normal'
   readonly corsOrigins: '*' | readonly string[]
+  /** Origins besides --public-url's that may use passkeys (WebAuthn's expected origins). */
+  readonly webauthnOrigins: readonly string[]
   readonly usersAccess: 'open' | 'protected'
   readonly cookieSecure: boolean
   /** Which proxies' X-Forwarded-For and X-Forwarded-Proto are believed; null: none. */
@@ -198,6 +200,19 @@ export const SERVE_OPTIONS = [
     defaultText: '*',
     help: 'comma-separated origins allowed to call with credentials; * allows any origin without credentials',
     parse: parseOrigins,
+  }),
+  option({
+    key: 'webauthnOrigins',
+    fallback: () => [],
+    flag: 'webauthn-origins',
+    env: ['ROSTER_WEBAUTHN_ORIGINS'],
+    defaultText: '(none)',
+    help: 'comma-separated origins besides --public-url that may register and use passkeys (sites under the same domain)',
+    parse: (text, source) => {
+      const origins = parseOrigins(text, source)
+      if (origins === '*') throw invalid(source, text, 'origins such as https://app.example.com')
+      return origins
+    },
   }),
   option({
     key: 'usersAccess',

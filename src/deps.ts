@@ -21,6 +21,8 @@ import { VERSION } from './build-info'
 import { type Config, mailHost } from './config'
 import type { Transaction } from './db/unit'
 import { postTo } from './egress/client'
+import { createSecondFactors, type SecondFactors } from './factors/service'
+import { relyingParty } from './factors/webauthn'
 import { createGroupStore, type GroupStore, type GroupWrites, groupWrites } from './groups/store'
 import { DiskWatch } from './health/disk'
 import type { IdempotencyStore } from './idempotency/store'
@@ -102,6 +104,8 @@ export interface Deps {
   /** SCIM's Users and Groups over the users' and groups' rules (CONTRACT section 13). */
   readonly scimUsers: ScimUsers
   readonly scimGroups: ScimGroups
+  /** Passkeys, TOTP and recovery codes (CONTRACT section 15). */
+  readonly factors: SecondFactors
   /** Row counts for GET /data. */
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
@@ -232,6 +236,12 @@ export async function makeDeps(
       hashPassword,
     }),
     scimGroups: new ScimGroups({ groups, rows: backend.scim, transaction }),
+    factors: createSecondFactors({
+      transaction,
+      clock,
+      party: relyingParty(config.publicUrl, config.webauthnOrigins),
+      issuer: config.publicUrl === null ? 'roster' : new URL(config.publicUrl).hostname,
+    }),
     counts: async () => ({
       users: await users.count(),
       uploads: await uploads.count(),

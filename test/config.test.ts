@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       logFile: null,
       sync: 'full',
       corsOrigins: '*',
+      webauthnOrigins: [],
       usersAccess: 'open',
       cookieSecure: false,
       trustProxy: null,

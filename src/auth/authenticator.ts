@@ -24,16 +24,27 @@ export interface UserLookup {
     verified: boolean
     /** False: the account is deactivated and may not sign in. */
     active: boolean
+    /** True: a confirmed TOTP; a password alone does not sign the account in. */
+    secondFactor: boolean
   } | null>
   /** A user's row with its current password hash (null if there is no such user). */
   withPasswordHash(
     userId: number,
-  ): Promise<{ user: SignedInUser; passwordHash: string | null } | null>
+  ): Promise<{ user: SignedInUser; passwordHash: string | null; secondFactor: boolean } | null>
   /**
    * Replaces a password hash with a stronger one of the same password, if it is still
    * `expected` (a compare-and-set): not a password change (no version, no revocation).
    */
   replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
+}
+
+/** An account whose password was just verified. */
+export interface SignedIn {
+  id: number
+  passwordHash: string
+  role: Role
+  /** A confirmed TOTP: the password is the first of two steps (POST /auth/mfa/verify). */
+  secondFactor: boolean
 }
 
 /** Where a password came from: the client's address (the limiter's key) and its request. */
@@ -123,6 +134,13 @@ export function createAuthenticator(deps: {
   ): Promise<Principal> {
     const user = await signIn(credentials.identifier, credentials.password, originOf())
     if (user === null) throw unauthorized(schemes, 'Invalid email or password')
+    // Said only to one who knows the password: Basic has no place for a second factor's code.
+    if (user.secondFactor) {
+      throw unauthorized(
+        schemes,
+        'This account has two-factor sign-in, which HTTP Basic cannot carry: sign in at /login and use the bearer token',
+      )
+    }
     deps.basicCache.remember(credentials, user.id, user.passwordHash)
     return { kind: 'user', userId: user.id, role: user.role, scheme: 'basic' }
   }
@@ -139,11 +157,11 @@ export function createAuthenticator(deps: {
     identifier: string,
     password: string,
     origin: Origin,
-  ): Promise<{ id: number; passwordHash: string; role: Role } | null> {
+  ): Promise<SignedIn | null> {
     const typed = identifier.trim().toLowerCase()
     const user = await deps.users.bySignInName(typed)
     const address = user === null ? typed : user.email.toLowerCase()
-    return await limited<{ id: number; passwordHash: string; role: Role }>(
+    return await limited<SignedIn>(
       address,
       origin,
       async () => {
@@ -153,8 +171,14 @@ export function createAuthenticator(deps: {
         if (!user.active) throw accountDeactivated()
         if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
         if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
-        return { id: user.id, passwordHash: user.passwordHash, role: user.role }
+        return {
+          id: user.id,
+          passwordHash: user.passwordHash,
+          role: user.role,
+          secondFactor: user.secondFactor,
+        }
       },
+      (signedIn) => !signedIn.secondFactor,
     )
   }
 
@@ -177,6 +201,12 @@ export function createAuthenticator(deps: {
     address: string,
     origin: Origin,
     check: () => Promise<T | { failed: number | null }>,
+    /**
+     * Whether this success clears the address's failures. A right password of an account with
+     * TOTP does not: only the code finishes the sign-in, and guesses at codes must not be
+     * forgiven by typing the password again.
+     */
+    clears: (outcome: T) => boolean = () => true,
   ): Promise<T | null> {
     const attempt = await deps.limiter.attempt(address, origin.ip)
     if ('retryAfter' in attempt) {
@@ -192,7 +222,7 @@ export function createAuthenticator(deps: {
         await recordLogin('login.failed', address, outcome.failed, origin)
         return null
       }
-      await attempt.succeeded()
+      if (clears(outcome)) await attempt.succeeded()
       return outcome
     } finally {
       attempt.abandoned()
@@ -233,6 +263,16 @@ export function createAuthenticator(deps: {
 
   return {
     signIn,
+    /**
+     * A second factor's check (an mfa_token's code) under the same limiter as passwords, for
+     * the account's address: guessing codes is as limited as guessing passwords, and each wrong
+     * one is a failed sign-in in the audit log. Null when the check failed; 429 when over.
+     */
+    underLimit: <T extends object>(
+      address: string,
+      origin: Origin,
+      check: () => Promise<T | { failed: number | null }>,
+    ) => limited<T>(address.toLowerCase(), origin, check),
     /**
      * Whether `password` is the account's current one (`current_password` on a credential
      * change): checked under the login limiter for the account's address, so guessing it with a

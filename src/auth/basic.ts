@@ -58,7 +58,9 @@ export class BasicCache {
    */
   async lookup(
     credentials: BasicCredentials,
-    load: (userId: number) => Promise<{ user: SignedInUser; passwordHash: string | null } | null>,
+    load: (
+      userId: number,
+    ) => Promise<{ user: SignedInUser; passwordHash: string | null; secondFactor: boolean } | null>,
   ): Promise<SignedInUser | null> {
     const id = this.idOf(credentials)
     const entry = this.entries.get(id)
@@ -67,8 +69,10 @@ export class BasicCache {
     // The account as it is now must still be the one verified: the same password hash and the
     // same name (an email or username change makes the old name a stranger at once, on every
     // instance: each use reads the row).
+    // A second factor confirmed since (on any instance) ends Basic for the account at once.
     if (
       current === null ||
+      current.secondFactor ||
       current.passwordHash !== entry.passwordHash ||
       !isNamed(current.user, credentials.identifier)
     ) {

@@ -65,6 +65,11 @@ export interface CredentialStore {
   revokeAccessToken(token: string, by: AuditSource): Promise<void>
   /** Deletes expired sessions and tokens (safe to run on every instance at once). */
   purgeExpired(): Promise<void>
+  /**
+   * When the sign-in behind a presented session or token happened (epoch ms; a session's
+   * renewals do not move it), or null: the step-up rule's "signed in within 5 minutes".
+   */
+  signedInAt(kind: 'session' | 'access_token', token: string): Promise<number | null>
 }
 
 /** A stored session or access token: the SHA-256 of its secret, its user, its lifetime (epoch ms). */
@@ -94,6 +99,8 @@ export interface CredentialRows {
   deleteAccessToken(id: string): Promise<boolean>
   /** Every session and token that expired at `at` or before (one statement per table). */
   deleteExpired(at: number): Promise<void>
+  /** When a session's or token's sign-in happened (epoch ms), or null when it is gone. */
+  createdAt(kind: 'session' | 'access_token', id: string): Promise<number | null>
 }
 
 /** Credential writes inside a unit of work: a sign-in, a logout, everything of one user ending. */
@@ -103,7 +110,7 @@ export interface CredentialWrites
 }
 
 /** How a user proved who it is, as its sign-in event says. */
-export type SignInMethod = 'password' | 'magic_link'
+export type SignInMethod = 'password' | 'magic_link' | 'passkey' | 'totp' | 'recovery_code'
 
 /**
  * A session or token in the audit log: the start of its stored id (the SHA-256 of its secret),
@@ -189,6 +196,7 @@ export function createCredentialStore(
     revokeSession: (token, by) => revoke('session', token, by),
     revokeAccessToken: (token, by) => revoke('access_token', token, by),
     purgeExpired: () => rows.deleteExpired(now()),
+    signedInAt: (kind, token) => rows.createdAt(kind, sha256Hex(token)),
   }
 }
 

@@ -4,6 +4,7 @@ import type { ApiKeyRows, ApiKeyWriteRows } from '../auth/api-keys'
 import type { LoginFailureLog } from '../auth/limiter'
 import type { CredentialRows, CredentialWrites } from '../auth/sessions'
 import type { Transaction } from '../db/unit'
+import type { FactorWrites } from '../factors/store'
 import type { GroupRows, GroupWriteRows, MembershipWrites } from '../groups/store'
 import type { IdempotencyClaims, IdempotencyStore } from '../idempotency/store'
 import type { MailOutbox, MailWrites } from '../mail/outbox'
@@ -29,6 +30,7 @@ export interface UnitRows {
   uploads: UploadRecordWrites
   outbound: OutboundWriteRows
   scimProfiles: ScimProfileWrites
+  factors: FactorWrites
 }
 
 /**

@@ -30,6 +30,12 @@ export const COPIED_TABLES = [
   // Mail not sent yet and links not used yet keep working after a move to PostgreSQL.
   'mail_outbox',
   'account_tokens',
+  // Passkeys, TOTP secrets and recovery codes move with their users (challenges are minutes old
+  // and are not worth keeping; they are copied anyway so that nothing is silently dropped).
+  'passkeys',
+  'totp_factors',
+  'recovery_codes',
+  'auth_challenges',
   // Who changed what stays readable after the move.
   'audit_events',
   // Outbound webhooks keep their endpoints, queue and place in the feed (translated: see

@@ -41,6 +41,8 @@ const KEY_OR_USER: readonly Scheme[] = ['apiKey', 'basic', 'bearer', 'session']
 const USER: readonly Scheme[] = ['bearer', 'session']
 const NONE: readonly Scheme[] = []
 
+/** What any signed-in user may do to its own account, with its bearer token or session. */
+const SELF_SERVICE: Rule = { scope: null, members: 'any', anonymous: 'never', schemes: USER }
 const SCIM: Rule = { scope: 'scim', members: 'none', anonymous: 'never', schemes: KEY }
 const publicRoute: Rule = { scope: null, members: 'any', anonymous: 'always', schemes: NONE }
 function keyOrAdmin(scope: Scope | null): Rule {
@@ -74,6 +76,23 @@ export const RULES = {
   'GET /me': { scope: null, members: 'any', anonymous: 'never', schemes: USER },
   'GET /secure': { scope: null, members: 'any', anonymous: 'never', schemes: ['basic'] },
   'GET /data': keyOrAdmin(null),
+
+  // Passkeys and second factors (section 15): a user's own, through its bearer token or
+  // session; the ceremonies that sign in are public (the passkey or the code is the credential).
+  'POST /auth/passkeys/register/options': SELF_SERVICE,
+  'POST /auth/passkeys/register/verify': SELF_SERVICE,
+  'POST /auth/passkeys/login/options': publicRoute,
+  'POST /auth/passkeys/login/verify': publicRoute,
+  'GET /me/passkeys': SELF_SERVICE,
+  'DELETE /me/passkeys/:id': SELF_SERVICE,
+  'GET /me/factors': SELF_SERVICE,
+  'POST /auth/totp/enroll': SELF_SERVICE,
+  'POST /auth/totp/confirm': SELF_SERVICE,
+  'DELETE /auth/totp': SELF_SERVICE,
+  'POST /auth/recovery-codes': SELF_SERVICE,
+  'POST /auth/mfa/verify': publicRoute,
+  'GET /users/:id/factors': { ...keyOrAdmin('users:read'), members: 'self' },
+  'DELETE /users/:id/factors': keyOrAdmin('users:write'),
 
   // The mail flows (section 14): links and codes are the credential; a signed-in user may ask
   // for its own verification without naming its address.

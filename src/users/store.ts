@@ -63,6 +63,8 @@ export interface SignInRow {
   verified: boolean
   /** False: the account may not sign in (SCIM's active). */
   active: boolean
+  /** True: the account has a confirmed TOTP, and a password alone does not sign it in. */
+  secondFactor: boolean
 }
 
 /** Users: reads see committed data only. */
@@ -83,7 +85,7 @@ export interface UserStore extends UserWrites {
   /** A user's record with its current password hash, in one read (for cached Basic sign-ins). */
   withPasswordHash(
     userId: number,
-  ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
+  ): Promise<{ user: UserRecord; passwordHash: string | null; secondFactor: boolean } | null>
   /**
    * Replaces the password hash when it is still `expected`, with a stronger hash of the same
    * password (after a sign-in with an imported hash): the record does not change otherwise.
@@ -174,7 +176,7 @@ export interface UserRows extends UserWriteRows {
   byUsernameKey(key: string): Promise<SignInRow | null>
   withPasswordHash(
     userId: number,
-  ): Promise<{ user: UserRecord; passwordHash: string | null } | null>
+  ): Promise<{ user: UserRecord; passwordHash: string | null; secondFactor: boolean } | null>
   replacePasswordHash(userId: number, expected: string, replacement: string): Promise<void>
   emailKeysTaken(keys: readonly string[]): Promise<Set<string>>
   exportAll(): AsyncIterable<readonly ExportedUser[]>

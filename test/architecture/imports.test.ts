@@ -88,6 +88,7 @@ const LAYERS = {
       'webhooks',
       'outbound',
       'scim',
+      'factors',
       'idempotency',
       'health',
     ],

@@ -102,6 +102,7 @@ describe('users store contract (two instances where the backend is shared)', () 
       role: 'member',
       verified: false,
       active: true,
+      secondFactor: false,
     })
     expect((await env.b.users.withPasswordHash(1))?.passwordHash).toBe('hash')
     expect(await env.b.users.get(99)).toBeNull()

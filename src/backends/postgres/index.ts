@@ -7,6 +7,7 @@ import { createPgAccountTokens } from './account-tokens'
 import { createPgApiKeyRows } from './api-keys'
 import { createPgAuditRows } from './audit'
 import { connectPostgres, openPostgres, redactUrl } from './connection'
+import { createPgFactors } from './factors'
 import { createPgGroupRows } from './groups'
 import { createPgIdempotencyStore } from './idempotency'
 import { createPgWebhookInbox } from './inbox'
@@ -72,6 +73,7 @@ export async function openPostgresBackend(
             uploads: uploadRecords.inUnit(tx),
             outbound: outbound.inUnit(tx),
             scimProfiles: scim.inUnit(tx),
+            factors: createPgFactors(tx),
           }),
         )
         .finally(() => {

@@ -422,3 +422,66 @@ export const webhookDispatch = pgTable('webhook_dispatch', {
   id: integer('id').primaryKey(),
   position: text('position').notNull(),
 })
+
+/** Passkeys (CONTRACT section 15); see the SQLite schema for the columns' meaning. */
+export const passkeys = pgTable(
+  'passkeys',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    credentialId: text('credential_id').notNull().unique('passkeys_credential_id_unique'),
+    publicKey: text('public_key').notNull(),
+    counter: bigint('counter', { mode: 'number' }).notNull().default(0),
+    transports: text('transports').notNull().default('[]'),
+    name: text('name').notNull(),
+    backedUp: boolean('backed_up').notNull().default(false),
+    createdAt: epochMs('created_at').notNull(),
+    lastUsedAt: epochMs('last_used_at'),
+    flaggedAt: epochMs('flagged_at'),
+  },
+  (table) => [index('passkeys_user_idx').on(table.userId)],
+)
+
+/** A user's TOTP secret; `last_step` makes each code single use. */
+export const totpFactors = pgTable('totp_factors', {
+  userId: integer('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  secret: text('secret').notNull(),
+  createdAt: epochMs('created_at').notNull(),
+  confirmedAt: epochMs('confirmed_at'),
+  lastStep: bigint('last_step', { mode: 'number' }).notNull().default(0),
+})
+
+/** Recovery codes, hashed. */
+export const recoveryCodes = pgTable(
+  'recovery_codes',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    codeHash: text('code_hash').notNull(),
+    createdAt: epochMs('created_at').notNull(),
+    usedAt: epochMs('used_at'),
+  },
+  (table) => [index('recovery_codes_user_idx').on(table.userId)],
+)
+
+/** WebAuthn challenges and mfa tokens, shared by every instance. */
+export const authChallenges = pgTable(
+  'auth_challenges',
+  {
+    id: integer('id').primaryKey().generatedByDefaultAsIdentity(),
+    hash: text('hash').notNull().unique('auth_challenges_hash_unique'),
+    purpose: text('purpose').notNull(),
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    tries: integer('tries').notNull().default(0),
+    createdAt: epochMs('created_at').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+    usedAt: epochMs('used_at'),
+  },
+  (table) => [index('auth_challenges_expires_idx').on(table.expiresAt)],
+)

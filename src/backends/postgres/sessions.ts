@@ -48,6 +48,17 @@ export function createPgCredentialRows(pool: SQL): CredentialRows & {
       deleteSession: (id) => deleteSession(tx, id),
       deleteAccessToken: (id) => deleteAccessToken(tx, id),
     }),
+    async createdAt(kind, id) {
+      const [row] =
+        kind === 'session'
+          ? await pool<
+              { at: number }[]
+            >`SELECT created_at::float8 AS at FROM sessions WHERE id = ${id}`
+          : await pool<
+              { at: number }[]
+            >`SELECT created_at::float8 AS at FROM access_tokens WHERE id = ${id}`
+      return row?.at ?? null
+    },
     async insertLogin(session, token) {
       await pool.begin((tx) => insertLogin(tx, session, token))
     },

@@ -255,26 +255,34 @@ export function createPgUserRows(
 
     async byEmailKey(key) {
       const [row] = await pool<SignInColumns[]>`
-        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active
+        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active,
+          EXISTS (SELECT 1 FROM totp_factors t
+                  WHERE t.user_id = users.id AND t.confirmed_at IS NOT NULL) AS second_factor
         FROM users WHERE email_key = ${lookupText(key)}`
       return signInRow(row)
     },
 
     async byUsernameKey(key) {
       const [row] = await pool<SignInColumns[]>`
-        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active
+        SELECT id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active,
+          EXISTS (SELECT 1 FROM totp_factors t
+                  WHERE t.user_id = users.id AND t.confirmed_at IS NOT NULL) AS second_factor
         FROM users WHERE username_key = ${lookupText(key)}`
       return signInRow(row)
     },
 
     async withPasswordHash(userId) {
-      const [row] = await pool<(Stored<UserRecord> & { password_hash: string | null })[]>`
+      const [row] = await pool<
+        (Stored<UserRecord> & { password_hash: string | null; second_factor: boolean })[]
+      >`
         SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at, version, active, password_hash,
+          EXISTS (SELECT 1 FROM totp_factors t
+                  WHERE t.user_id = users.id AND t.confirmed_at IS NOT NULL) AS second_factor,
           coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
         FROM users WHERE id = ${userId}::int8`
       if (row === undefined) return null
-      const { password_hash: passwordHash, ...user } = row
-      return { user: withIsoTimestamps<UserRecord>(user), passwordHash }
+      const { password_hash: passwordHash, second_factor: secondFactor, ...user } = row
+      return { user: withIsoTimestamps<UserRecord>(user), passwordHash, secondFactor }
     },
 
     async replacePasswordHash(userId, expected, replacement) {
@@ -410,6 +418,7 @@ interface SignInColumns {
   role: Role
   verified: boolean
   active: boolean
+  second_factor: boolean
 }
 
 function signInRow(row: SignInColumns | undefined): SignInRow | null {
@@ -421,5 +430,6 @@ function signInRow(row: SignInColumns | undefined): SignInRow | null {
     role: row.role,
     verified: row.verified,
     active: row.active,
+    secondFactor: row.second_factor,
   }
 }

@@ -15,6 +15,7 @@ import {
   type Store,
   sqliteFilePath,
 } from './connection'
+import { createSqliteFactors } from './factors'
 import { createSqliteGroupRows } from './groups'
 import { createSqliteIdempotencyStore } from './idempotency'
 import { createSqliteWebhookInbox } from './inbox'
@@ -95,6 +96,7 @@ export function openSqliteBackend(
     uploads: uploadRecords.inUnit,
     outbound: outbound.inUnit,
     scimProfiles: scim.inUnit,
+    factors: createSqliteFactors(store),
   }
   const transaction: Transaction<UnitRows> = (work) => writes.runUnit(() => work(unitRows))
   return {

@@ -14,6 +14,7 @@ import m11 from '../../../drizzle/0011_audit_log_and_outbound_webhooks.sql' with
 import m12 from '../../../drizzle/0012_usernames.sql' with { type: 'text' }
 import m13 from '../../../drizzle/0013_scim_profiles.sql' with { type: 'text' }
 import m14 from '../../../drizzle/0014_partial_username_index.sql' with { type: 'text' }
+import m15 from '../../../drizzle/0015_second_factors.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795241276664, sql: m0 },
@@ -31,4 +32,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0012_usernames', when: 1795767446021, sql: m12 },
   { tag: '0013_scim_profiles', when: 1795770318817, sql: m13 },
   { tag: '0014_partial_username_index', when: 1795774399359, sql: m14 },
+  { tag: '0015_second_factors', when: 1795780113836, sql: m15 },
 ]

@@ -432,3 +432,78 @@ export const webhookDispatch = sqliteTable('webhook_dispatch', {
   id: integer('id').primaryKey(),
   position: text('position').notNull(),
 })
+
+/**
+ * Passkeys (CONTRACT section 15): one row per WebAuthn credential a user registered. The
+ * credential id and public key are base64url text, as the browser's JSON carries them;
+ * `counter` is the authenticator's signature counter, and `flagged_at` is set when a sign-in
+ * presents a counter that did not grow (a cloned authenticator), after which it is refused.
+ */
+export const passkeys = sqliteTable(
+  'passkeys',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    credentialId: text('credential_id').notNull().unique('passkeys_credential_id_unique'),
+    publicKey: text('public_key').notNull(),
+    counter: integer('counter').notNull().default(0),
+    transports: text('transports').notNull().default('[]'),
+    name: text('name').notNull(),
+    backedUp: integer('backed_up').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    lastUsedAt: integer('last_used_at'),
+    flaggedAt: integer('flagged_at'),
+  },
+  (table) => [index('passkeys_user_idx').on(table.userId)],
+)
+
+/**
+ * A user's TOTP secret (RFC 6238), unconfirmed until a first code proves the app has it.
+ * `last_step` is the newest 30-second step whose code was accepted: a code is taken once.
+ */
+export const totpFactors = sqliteTable('totp_factors', {
+  userId: integer('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  secret: text('secret').notNull(),
+  createdAt: integer('created_at').notNull(),
+  confirmedAt: integer('confirmed_at'),
+  lastStep: integer('last_step').notNull().default(0),
+})
+
+/** Recovery codes: only their SHA-256 is kept; a used one keeps its row (used_at) until replaced. */
+export const recoveryCodes = sqliteTable(
+  'recovery_codes',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    codeHash: text('code_hash').notNull(),
+    createdAt: integer('created_at').notNull(),
+    usedAt: integer('used_at'),
+  },
+  (table) => [index('recovery_codes_user_idx').on(table.userId)],
+)
+
+/**
+ * Short-lived sign-in ceremonies kept in the database so that any instance can finish what
+ * another began: WebAuthn challenges (registration, sign-in) and the `mfa_token` between a
+ * password and its second factor. Only the SHA-256 of the secret is kept; spent once.
+ */
+export const authChallenges = sqliteTable(
+  'auth_challenges',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    hash: text('hash').notNull().unique('auth_challenges_hash_unique'),
+    purpose: text('purpose').notNull(),
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    tries: integer('tries').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    usedAt: integer('used_at'),
+  },
+  (table) => [index('auth_challenges_expires_idx').on(table.expiresAt)],
+)

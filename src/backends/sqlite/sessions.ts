@@ -39,6 +39,12 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
   const deleteToken = sqlite.query('DELETE FROM access_tokens WHERE id = ?')
   const deleteUserSessions = sqlite.query('DELETE FROM sessions WHERE user_id = ?')
   const deleteUserTokens = sqlite.query('DELETE FROM access_tokens WHERE user_id = ?')
+  const sessionCreated = reader.query<{ at: number }, [string]>(
+    'SELECT created_at AS at FROM sessions WHERE id = ?',
+  )
+  const tokenCreated = reader.query<{ at: number }, [string]>(
+    'SELECT created_at AS at FROM access_tokens WHERE id = ?',
+  )
   const purgeSessions = sqlite.query('DELETE FROM sessions WHERE expires_at <= ?')
   const purgeTokens = sqlite.query('DELETE FROM access_tokens WHERE expires_at <= ?')
   const inWrite = {
@@ -66,6 +72,8 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
       writes.run(() => extendSession.run(expiresAt, id).changes > 0),
     deleteSession: (id) => writes.run(() => deleteSession.run(id).changes > 0),
     deleteAccessToken: (id) => writes.run(() => deleteToken.run(id).changes > 0),
+    createdAt: (kind, id) =>
+      settle(() => (kind === 'session' ? sessionCreated : tokenCreated).get(id)?.at ?? null),
     async deleteExpired(at) {
       await writes.run(() => {
         purgeSessions.run(at)

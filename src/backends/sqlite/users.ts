@@ -103,8 +103,7 @@ export function createSqliteUserRows(
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
   )
   const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
-  const SIGN_IN_COLUMNS =
-    'id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active'
+  const SIGN_IN_COLUMNS = `id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active, ${SECOND_FACTOR}`
   const byEmailKey = sqlite.query<SignInColumns, [string]>(
     `SELECT ${SIGN_IN_COLUMNS} FROM users WHERE email_key = ?`,
   )
@@ -122,9 +121,15 @@ export function createSqliteUserRows(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
   const withHashById = sqlite.query<
-    Omit<UserRecord, 'groups'> & { groups: string; password_hash: string | null },
+    Omit<UserRecord, 'groups'> & {
+      groups: string
+      password_hash: string | null
+      second_factor: number
+    },
     [number]
-  >(`SELECT ${RECORD_COLUMNS}, password_hash, ${GROUPS_JSON} FROM users WHERE id = ?`)
+  >(
+    `SELECT ${RECORD_COLUMNS}, password_hash, ${SECOND_FACTOR}, ${GROUPS_JSON} FROM users WHERE id = ?`,
+  )
   /** Rows of a page with their groups, read in the same snapshot. */
   const withGroupsOf = (rows: Omit<User, 'groups'>[]): User[] => {
     const found = groupsOfPage(rows.map((row) => row.id))
@@ -338,9 +343,13 @@ export function createSqliteUserRows(
       settle(() => {
         const row = withHashById.get(userId)
         if (row === null) return null
-        const { password_hash: passwordHash, groups, ...user } = row
+        const { password_hash: passwordHash, second_factor, groups, ...user } = row
         const active = Boolean(user.active)
-        return { user: { ...user, active, groups: JSON.parse(groups) as number[] }, passwordHash }
+        return {
+          user: { ...user, active, groups: JSON.parse(groups) as number[] },
+          passwordHash,
+          secondFactor: second_factor === 1,
+        }
       }),
     replacePasswordHash: async (userId, expected, replacement) => {
       await writes.run(() => replaceHash.run(replacement, userId, expected))
@@ -437,7 +446,12 @@ interface SignInColumns {
   role: Role
   verified: number
   active: number
+  second_factor: number
 }
+
+/** Whether the user has a confirmed TOTP: a password alone then does not sign it in. */
+const SECOND_FACTOR = `EXISTS (SELECT 1 FROM totp_factors t
+  WHERE t.user_id = users.id AND t.confirmed_at IS NOT NULL) AS second_factor`
 
 function signInRow(row: SignInColumns | null): SignInRow | null {
   if (row === null) return null
@@ -448,5 +462,6 @@ function signInRow(row: SignInColumns | null): SignInRow | null {
     role: row.role,
     verified: row.verified === 1,
     active: row.active === 1,
+    secondFactor: row.second_factor === 1,
   }
 }

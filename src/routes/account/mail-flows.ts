@@ -1,21 +1,21 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { AccountFlows, Asker } from '../../accounts/flows'
 import { accountDeactivated } from '../../auth/authenticator'
 import { hashPassword } from '../../auth/passwords'
-import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
+import type { CredentialStore } from '../../auth/sessions'
 import type { Config } from '../../config'
 import { isLoopbackHost } from '../../config-values'
 import { parseRowId } from '../../db/row-id'
 import { fieldDetail } from '../../errors/details'
 import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
-import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { toView } from '../../users/records'
-import { sessionCookie, writeSessionCookie } from '../auth/cookies'
-import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
+import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
 import { auditSourceOf, principalOf } from '../auth/principal'
+import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
+import { MfaRequiredAnswer } from '../auth/sign-in-schema'
 import { guardOf, type Operation } from '../authorisation'
 import { UserView } from '../users/schema'
 import {
@@ -43,9 +43,11 @@ const tags = ['account by email']
 export interface MailFlowRouteInputs {
   auth: AuthPlugin
   flows: AccountFlows
-  /** Issues the session and token a magic link signs in with. */
-  credentials: Pick<CredentialStore, 'issue'>
   config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
+  /** Answers a magic link's sign-in like /login (or with mfa_required when TOTP is on). */
+  signIn: SignInAnswerInputs
+  /** Whether a mailed link must be followed by a TOTP code. */
+  hasSecondFactor(userId: number): Promise<boolean>
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -210,7 +212,7 @@ export function mailFlowRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' |
  * TypeScript can still type each chain of routes).
  */
 export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/v1' | '/v2') {
-  const { auth, flows, config, credentials } = inputs
+  const { auth, flows } = inputs
   const { guard, asker, source } = routeKit(inputs)
   const magicRequest = guard('POST /auth/magic-link/request')
   const magicConfirm = guard('POST /auth/magic-link/confirm')
@@ -248,15 +250,14 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         const by = source(request, server, set)
         const user = await flows.confirmMagicLink(magicLinkProof(body), by)
         if (!user.active) throw accountDeactivated()
-        const issued = await credentials.issue(user.id, by, 'magic_link')
-        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
-        set.headers['cache-control'] = NO_STORE
-        return {
-          user: toView(user),
-          access_token: issued.accessToken,
-          token_type: 'Bearer' as const,
-          expires_in: ACCESS_TOKEN_TTL_MS / 1000,
-        }
+        const secondFactor = await inputs.hasSecondFactor(user.id)
+        return await answerSignIn(
+          inputs.signIn,
+          { request, cookie, set },
+          { id: user.id, secondFactor },
+          by,
+          'magic_link',
+        )
       },
       {
         ...magicConfirm.hook,
@@ -266,10 +267,10 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
           tags,
           summary: 'Sign in with a magic link or code',
           description:
-            'Answers like POST /login: the user, a bearer token (1 h) and the session cookie. A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address. A deactivated account is refused (403) after its link or code is spent.',
+            'Answers like POST /login: the user, a bearer token (1 h) and the session cookie (or, for an account with TOTP, mfa_required and an mfa_token for POST /auth/mfa/verify). A code takes 5 wrong tries, then it is spent (TOKEN_EXPIRED); an unknown address or a wrong code is TOKEN_INVALID. Signing in this way verifies the address. A deactivated account is refused (403) after its link or code is spent.',
           security: magicConfirm.security,
           responses: documented({
-            200: LoginAnswer,
+            200: t.Union([LoginAnswer, MfaRequiredAnswer]),
             ...CONFIRM_ERRORS,
             ...errorResponses('FORBIDDEN'),
           }),

@@ -1,21 +1,21 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { Authenticator } from '../../auth/authenticator'
-import { ACCESS_TOKEN_TTL_MS, type CredentialStore } from '../../auth/sessions'
+import type { CredentialStore } from '../../auth/sessions'
 import type { Config } from '../../config'
 import { fieldDetail } from '../../errors/details'
 import { AppError, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
-import { NO_STORE } from '../../http/credentials'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { toView } from '../../users/records'
 import type { UserStore } from '../../users/store'
-import { clearSessionCookie, sessionCookie, writeSessionCookie } from '../auth/cookies'
+import { clearSessionCookie, sessionCookie } from '../auth/cookies'
 import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
 import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
+import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
 import { guardOf } from '../authorisation'
 import type { User } from '../users/schema'
 import { loginBody } from './login-body'
-import { LoginAnswer, LoginBody, SecureAnswer } from './schema'
+import { LoginAnswer, LoginBody, MfaRequiredAnswer, SecureAnswer } from './schema'
 
 const tags = ['credentials']
 
@@ -24,7 +24,7 @@ const tags = ['credentials']
  * auth (credentials) and users (the records a credential names), so either may be used here.
  */
 /** What the account routes are given by the composition root. */
-export interface AccountRouteInputs {
+export interface AccountRouteInputs extends SignInAnswerInputs {
   auth: AuthPlugin
   authenticator: Pick<Authenticator, 'signIn'>
   users: Pick<UserStore, 'get'>
@@ -65,15 +65,13 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
         })
         if (user === null)
           throw new AppError('INVALID_CREDENTIALS', 'The email or password is wrong')
-        const issued = await credentials.issue(user.id, auditSourceOf(set, ip), 'password')
-        writeSessionCookie(sessionCookie(cookie), issued.sessionToken, isSecure(request, config))
-        set.headers['cache-control'] = NO_STORE
-        return {
-          user: await userRecord(user.id),
-          access_token: issued.accessToken,
-          token_type: 'Bearer' as const,
-          expires_in: ACCESS_TOKEN_TTL_MS / 1000,
-        }
+        return await answerSignIn(
+          inputs,
+          { request, cookie, set },
+          user,
+          auditSourceOf(set, ip),
+          'password',
+        )
       },
       {
         parse: loginBody(),
@@ -82,9 +80,9 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
           tags,
           summary: 'Sign in',
           description:
-            'A form (also JSON or multipart) with email, username or login, and password or pass. Answers a bearer token (1 h) and sets the session cookie (7 days, renewed on use). A wrong email and a wrong password get the same 401. After 10 failures for one address or 50 from one IP within 15 minutes, 429 with Retry-After, even for the right password.',
+            'A form (also JSON or multipart) with email, username or login, and password or pass. Answers a bearer token (1 h) and sets the session cookie (7 days, renewed on use). A wrong email and a wrong password get the same 401. After 10 failures for one address or 50 from one IP within 15 minutes, 429 with Retry-After, even for the right password. An account with TOTP gets `{ "mfa_required": true, "mfa_token": … }` instead (no cookie, no token): POST /auth/mfa/verify with the code finishes the sign-in within 5 minutes.',
           responses: documented({
-            200: LoginAnswer,
+            200: t.Union([LoginAnswer, MfaRequiredAnswer]),
             ...errorResponses(
               'BAD_REQUEST',
               'INVALID_CREDENTIALS',

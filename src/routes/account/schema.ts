@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { EmailFormat, Password, UserView } from '../users/schema'
 
@@ -28,12 +27,7 @@ export const LoginBody = t.Object(
   },
 )
 
-export const LoginAnswer = t.Object({
-  user: UserView,
-  access_token: t.String(),
-  token_type: t.Literal('Bearer'),
-  expires_in: Type.Integer({ examples: [3600] }),
-})
+export { LoginAnswer, MfaRequiredAnswer } from '../auth/sign-in-schema'
 
 export const SecureAnswer = t.Object({ authenticated: t.Literal(true), user: UserView })
 

@@ -41,6 +41,11 @@ function documentation(version: string) {
       },
       { name: 'credentials', description: 'Sign-in, sessions, tokens and API keys' },
       {
+        name: 'second factors',
+        description:
+          'Passkeys (WebAuthn), TOTP and recovery codes: register while signed in, sign in without a password, the second step of /login',
+      },
+      {
         name: 'account by email',
         description:
           'Verification, password reset, magic links, email changes and invitations, through the mail outbox',

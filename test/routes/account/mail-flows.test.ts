@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import * as OTPAuth from 'otpauth'
 import { SYSTEM } from '../../../src/audit/events'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
@@ -350,6 +351,31 @@ describe('POST /auth/magic-link/request and /confirm', () => {
     })
     expect(me.body.id).toBe(userId)
     expectEnvelope(await t.post('/auth/magic-link/confirm', { token }), 400, 'TOKEN_USED')
+  })
+
+  test('an account with TOTP gets mfa_required from its link, and the code finishes the sign-in', async () => {
+    await using t = await withMail()
+    const { token: bearerToken } = await signedIn(t)
+    const headers = { authorization: `Bearer ${bearerToken}` }
+    const enrolled = await t.post('/auth/totp/enroll', {}, { headers })
+    const app = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(enrolled.body.secret) })
+    const step = Math.floor(Date.now() / 30_000)
+    await t.post(
+      '/auth/totp/confirm',
+      { code: app.generate({ timestamp: (step - 1) * 30_000 }) },
+      { headers },
+    )
+    await t.post('/auth/magic-link/request', { email: 'ada@example.com' })
+    const [mail] = await t.smtp.waitFor(1)
+    const first = await t.post('/auth/magic-link/confirm', { token: tokenOf(mail?.link ?? null) })
+    expect(first.body).toEqual({ mfa_required: true, mfa_token: expect.stringMatching(/^rmfa_/) })
+    expect(first.headers.get('set-cookie')).toBeNull()
+    const done = await t.post('/auth/mfa/verify', {
+      mfa_token: first.body.mfa_token,
+      code: app.generate({ timestamp: step * 30_000 }),
+    })
+    expect(done.status).toBe(200)
+    expect(done.body.access_token).toMatch(/^rt_/)
   })
 
   test('the code takes five wrong tries, counted; then even the right one is refused', async () => {

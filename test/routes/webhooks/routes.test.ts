@@ -560,6 +560,7 @@ describe('a restart', () => {
         role: 'member',
         verified: false,
         active: true,
+        secondFactor: false,
       })
     }
     expect(
