@@ -7,6 +7,7 @@ import { GroupsPage } from './pages/groups'
 import { KeysPage } from './pages/keys'
 import { MailOutboxPage } from './pages/mail'
 import { OverviewPage } from './pages/overview'
+import { SecurityPage } from './pages/security'
 import { UploadsPage } from './pages/uploads'
 import { UsersPage } from './pages/users'
 import { WebhooksPage } from './pages/webhooks'
@@ -23,6 +24,7 @@ const PAGES = [
   { hash: '#/webhooks-sent', title: 'Webhooks sent', Page: EndpointsPage },
   { hash: '#/mail', title: 'Mail outbox', Page: MailOutboxPage },
   { hash: '#/activity', title: 'Activity', Page: ActivityPage },
+  { hash: '#/security', title: 'Security', Page: SecurityPage },
 ] as const
 
 function currentPage() {

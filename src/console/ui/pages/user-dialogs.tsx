@@ -1,6 +1,14 @@
 import { useState } from 'preact/hooks'
 import { ApiError, call, problemWith } from '../api'
-import { ColumnHeads, Dialog, ErrorNote, Field, SubmitOrCancel, useLoad } from '../components'
+import {
+  ColumnHeads,
+  Confirm,
+  Dialog,
+  ErrorNote,
+  Field,
+  SubmitOrCancel,
+  useLoad,
+} from '../components'
 
 export interface User {
   id: number
@@ -199,6 +207,61 @@ function Provenance(props: { provisioning: Provisioning | null; user: User }) {
   )
 }
 
+interface FactorSummary {
+  totp: boolean
+  passkeys: unknown[]
+  recovery_codes_left: number
+}
+
+/** Which second factors a user has, and the admin's reset for one who lost them. */
+function SignInFactors(props: { id: number; onDone: (text: string) => void }) {
+  const [confirming, setConfirming] = useState(false)
+  const [round, setRound] = useState(0)
+  const loaded = useLoad(
+    async () => (await call<FactorSummary>(`/users/${props.id}/factors`)).body,
+    [props.id, round],
+  )
+  const factors = loaded.data
+  if (factors === null) return <ErrorNote error={loaded.error} />
+  const parts = [
+    factors.totp
+      ? `authenticator app on (${factors.recovery_codes_left} recovery codes left)`
+      : null,
+    factors.passkeys.length === 0
+      ? null
+      : `${factors.passkeys.length} passkey${factors.passkeys.length === 1 ? '' : 's'}`,
+  ].filter((part) => part !== null)
+  return (
+    <div class="factors">
+      <p>
+        Sign-in factors: {parts.length === 0 ? 'password or mailed links only' : parts.join(', ')}.
+      </p>
+      {parts.length > 0 && (
+        <button type="button" class="danger" onClick={() => setConfirming(true)}>
+          Reset factors
+        </button>
+      )}
+      {confirming && (
+        <Confirm
+          title={`Reset the sign-in factors of user ${props.id}?`}
+          action="Reset factors"
+          onClose={() => setConfirming(false)}
+          onConfirm={async () => {
+            await call(`/users/${props.id}/factors`, { method: 'DELETE' })
+            setRound((value) => value + 1)
+            props.onDone(`The passkeys and authenticator app of user ${props.id} were removed.`)
+          }}
+        >
+          <p>
+            Every passkey, the authenticator app and the recovery codes of this user are removed. It
+            then signs in with its password or a mailed link.
+          </p>
+        </Confirm>
+      )}
+    </div>
+  )
+}
+
 /**
  * Edits a user with If-Match; on 412 shows the saved values beside the person's and lets them
  * choose.
@@ -262,6 +325,7 @@ export function EditUser(props: {
     <Dialog title={`Edit user ${props.id}`} onClose={props.onClose}>
       <ErrorNote error={loaded.error} />
       {read !== null && <Provenance provisioning={provisioning} user={read.user} />}
+      {read !== null && conflict === null && <SignInFactors id={props.id} onDone={props.onDone} />}
       {values !== null && conflict === null && (
         <form onSubmit={submit}>
           <UserFields values={values} onChange={setValues} isNew={false} error={error} />
