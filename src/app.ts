@@ -19,6 +19,7 @@ import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
 import { authPlugin } from './routes/auth/plugin'
 import { authRoutes } from './routes/auth/routes'
+import { recentSignIn } from './routes/auth/step-up'
 import { consoleRoutes } from './routes/console'
 import { docsRoutes } from './routes/docs/routes'
 import { factorRoutes } from './routes/factors/routes'
@@ -156,6 +157,7 @@ function routeInputs(deps: Deps) {
       idempotency: deps.idempotency,
       transaction: deps.transaction,
       confirmPassword: deps.authenticator.confirmPassword,
+      signedInRecently: recentSignIn(deps.credentials, clock),
       config,
     },
     groups: {

@@ -16,17 +16,17 @@ export const ERROR_CODES = {
   TOKEN_INVALID: {
     status: 400,
     summary: 'The link or code is not one roster sent.',
-    help: 'The token of a verification, password reset, magic link, email change or invitation is unknown, or a magic-link code is wrong. Copy the whole link from the message, or ask for a new one.',
+    help: 'The token of a verification, password reset, magic link, email change or invitation is unknown, or a magic-link code is wrong; or a passkey challenge or an mfa_token roster never issued (or not for this user). Copy the whole link from the message, or ask for a new one (a passkey ceremony or a sign-in: start again).',
   },
   TOKEN_USED: {
     status: 400,
     summary: 'The link or code was used already.',
-    help: 'Every link and code works once. A later change of password or email also ends the links sent before it. Ask for a new one.',
+    help: 'Every link and code works once, and so does a passkey challenge and an mfa_token. A later change of password or email also ends the links sent before it. Ask for a new one.',
   },
   TOKEN_EXPIRED: {
     status: 400,
     summary: 'The link or code has expired.',
-    help: 'Password-reset and magic links last 15 minutes; verification, email-change and invitation links 7 days. A magic-link code also ends after 5 wrong tries. Ask for a new one.',
+    help: 'Password-reset and magic links last 15 minutes; verification, email-change and invitation links 7 days. A magic-link code also ends after 5 wrong tries. A passkey challenge and an mfa_token last 5 minutes (an mfa_token also ends after 5 wrong codes). Ask for a new one.',
   },
   UNAUTHORIZED: {
     status: 401,
@@ -50,8 +50,8 @@ export const ERROR_CODES = {
   },
   REAUTHENTICATION_REQUIRED: {
     status: 403,
-    summary: 'Changing this needs the account’s current password.',
-    help: 'The password or email of an account that can sign in changes only with an API key, an admin, or the account’s own credential together with `current_password` in the same body. A token alone is not enough: a stolen token must not become the account. Send `current_password` (wrong or missing gives this answer; wrong ones count as failed sign-ins).',
+    summary: 'Changing this needs the account’s current password, or a recent sign-in.',
+    help: 'The password or email of an account that can sign in changes only with an API key, an admin, or the account’s own credential together with `current_password` in the same body. A token alone is not enough: a stolen token must not become the account. Send `current_password` (wrong or missing gives this answer; wrong ones count as failed sign-ins). Adding or removing a passkey or TOTP, new recovery codes, and an account without a password changing its email or password take a sign-in within the last 5 minutes instead: sign in again.',
   },
   NOT_FOUND: {
     status: 404,

@@ -15,6 +15,11 @@ export interface CredentialChange {
 
 export interface CredentialChangeDeps {
   users: Pick<UserStore, 'withPasswordHash'>
+  /**
+   * Whether the caller's own credential comes from a sign-in within the last 5 minutes (the
+   * step-up rule of CONTRACT section 15): that stands in for `current_password`.
+   */
+  signedInRecently(principal: Principal): Promise<boolean>
   /** Checks a typed password under the login limiter (see Authenticator.confirmPassword). */
   confirmPassword(
     account: { email: string; passwordHash: string },
@@ -26,7 +31,8 @@ export interface CredentialChangeDeps {
 /**
  * Who may change the password or email of an account that can sign in (CONTRACT.md section
  * 11): an API key with users:write or an admin, or the account's own credential together
- * with its current password. Anyone
+ * with its current password (an account without one, with passkeys only: a sign-in within the
+ * last 5 minutes, section 15's step-up). Anyone
  * else may set them only on an account that cannot sign in yet, and the write checks that again
  * on the locked row (the guard returned here). Anonymous callers get 401, other users 403, the
  * account itself without (or with a wrong) current password 403 REAUTHENTICATION_REQUIRED.
@@ -47,7 +53,8 @@ export async function authorizeCredentialChange(
   const emailChanges = change.email !== undefined && change.email !== target.user.email
   if (change.password === undefined && !emailChanges) return {}
   const { passwordHash } = target
-  if (principal?.kind === 'user' && principal.userId === targetId && passwordHash !== null) {
+  const self = principal?.kind === 'user' && principal.userId === targetId
+  if (self && passwordHash !== null) {
     await requireCurrentPassword(
       { email: target.user.email, passwordHash },
       change.currentPassword,
@@ -55,6 +62,16 @@ export async function authorizeCredentialChange(
       deps,
     )
     return {}
+  }
+  // No password to confirm (passkeys or mailed links only): a sign-in within the last 5
+  // minutes is the proof instead (the step-up rule of section 15); otherwise, sign in again.
+  if (self) {
+    if (await deps.signedInRecently(principal)) return {}
+    return {
+      refuseIfCanSignIn: reauthenticationRequired(
+        'is not set for this account: sign in again (within 5 minutes) to change its password or email',
+      ),
+    }
   }
   const refusal = principal === null ? anonymousRefusal() : othersRefusal()
   if (passwordHash !== null) throw refusal

@@ -55,7 +55,8 @@ function createPgUserWriteRows(
   async function lockGuarded(tx: SQL, id: number, guard: Parameters<typeof checkGuard>[1]) {
     const [current] = await tx<Stored<GuardedRow>[]>`
       SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role,
-        version, active, password_hash IS NOT NULL AS can_sign_in
+        version, active, (password_hash IS NOT NULL
+      OR EXISTS (SELECT 1 FROM passkeys k WHERE k.user_id = users.id)) AS can_sign_in
       FROM users WHERE id = ${id}::int8 FOR UPDATE`
     return checkGuard(current && withIsoTimestamps(current), guard)
   }

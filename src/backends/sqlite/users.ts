@@ -79,7 +79,8 @@ export function createSqliteUserRows(
     'SELECT group_id FROM group_members WHERE user_id = ? ORDER BY group_id',
   )
   const currentById = writer.query<GuardedRow, [number]>(
-    `SELECT ${RECORD_COLUMNS}, password_hash IS NOT NULL AS can_sign_in FROM users WHERE id = ?`,
+    `SELECT ${RECORD_COLUMNS}, (password_hash IS NOT NULL
+      OR EXISTS (SELECT 1 FROM passkeys k WHERE k.user_id = users.id)) AS can_sign_in FROM users WHERE id = ?`,
   )
   const namesById = writer.query<{ email: string; username: string }, [number]>(
     'SELECT email, coalesce(username, email) AS username FROM users WHERE id = ?',

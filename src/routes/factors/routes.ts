@@ -16,6 +16,7 @@ import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
 import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
 import { LoginAnswer } from '../auth/sign-in-schema'
+import { recentSignIn } from '../auth/step-up'
 import { guardOf, requireSelfOr } from '../authorisation'
 import { parseUserId } from '../users/routes'
 import {
@@ -33,9 +34,6 @@ import {
 } from './schema'
 
 const tags = ['second factors']
-
-/** How recent a sign-in must be to change factors without the password (CONTRACT section 15). */
-export const STEP_UP_MS = 5 * 60 * 1000
 
 export interface FactorRouteInputs {
   auth: AuthPlugin
@@ -56,6 +54,7 @@ type Context = { request: Request; server: Bun.Server<unknown> | null; set: { he
  */
 export function factorRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' | '/v2') {
   const { auth, factors, users, config } = inputs
+  const signedInRecently = recentSignIn(inputs.credentials, inputs.clock)
   const guard = (operation: Parameters<typeof guardOf>[0]) => guardOf(operation, config.usersAccess)
   const origin = ({ request, server, set }: Context) => ({
     ip: clientIp(request, server, config.trustProxy),
@@ -78,11 +77,7 @@ export function factorRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' | '/v
   const requireStepUp = async (context: Context, currentPassword: string | undefined) => {
     const principal = principalOf(context.set)
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'Sign in first')
-    if (principal.secret !== undefined && principal.scheme !== 'basic') {
-      const kind = principal.scheme === 'session' ? 'session' : 'access_token'
-      const at = await inputs.credentials.signedInAt(kind, principal.secret)
-      if (at !== null && inputs.clock() - at <= STEP_UP_MS) return
-    }
+    if (await signedInRecently(principal)) return
     const account = await users.withPasswordHash(principal.userId)
     if (currentPassword !== undefined && currentPassword !== '' && account?.passwordHash) {
       const ok = await inputs.authenticator.confirmPassword(

@@ -57,6 +57,8 @@ export interface UsersRouteInputs {
   transaction: Transaction<{ users: UserWrites; idempotency: IdempotencyClaims }>
   /** Checks a `current_password` (see Authenticator.confirmPassword). */
   confirmPassword: CredentialChangeDeps['confirmPassword']
+  /** Whether a user's credential comes from a sign-in within 5 minutes (the step-up rule). */
+  signedInRecently: CredentialChangeDeps['signedInRecently']
   config: Pick<Config, 'publicUrl' | 'usersAccess' | 'trustProxy'>
 }
 
@@ -79,7 +81,8 @@ export function usersRoutes(
   prefix: '' | '/v1' | '/v2',
   version: ApiVersion,
 ) {
-  const { auth, users, idempotency, transaction, confirmPassword, config } = inputs
+  const { auth, users, idempotency, transaction, confirmPassword, signedInRecently, config } =
+    inputs
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
@@ -111,7 +114,7 @@ export function usersRoutes(
       id,
       { password: body.password, email: body.email, currentPassword: body.current_password },
       () => ({ ip: clientIp(request, server, config.trustProxy), requestId: requestIdOf(set) }),
-      { users, confirmPassword },
+      { users, confirmPassword, signedInRecently },
     )
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
     const user = await users.update(

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { SYSTEM } from '../../../src/audit/events'
 import { ManualClock } from '../../../src/timers'
 import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../../helpers/auth'
@@ -311,5 +312,46 @@ describe('passkeys', () => {
       expect([400, 422]).toContain(reply.status)
       expect(reply.body.error.code).toEqual(expect.any(String))
     }
+  })
+})
+
+describe('an account with passkeys and no password', () => {
+  async function passkeyOnly(t: TestApp) {
+    const created = await t.post('/users', { name: 'Bo', email: 'bo@example.com' })
+    // Signed in the way such an account first is (a mailed link), then a passkey.
+    const issued = await t.deps.credentials.issue(created.body.id, SYSTEM, 'magic_link')
+    const authenticator = await SoftAuthenticator.create()
+    expect((await registered(t, issued.accessToken, authenticator)).status).toBe(201)
+    return { id: created.body.id as number, token: issued.accessToken, authenticator }
+  }
+
+  test('can sign in, so nobody else may give it a password (401 in open mode)', async () => {
+    await using t = await makeTestApp()
+    const bo = await passkeyOnly(t)
+    expectEnvelope(
+      await t.call('PATCH', `/users/${bo.id}`, { json: { password: PASSWORD } }),
+      401,
+      'UNAUTHORIZED',
+    )
+  })
+
+  test('changes its own email or password within 5 minutes of a sign-in, and not after', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-27T12:00:00Z'))
+    await using t = await makeTestApp({}, clock)
+    const bo = await passkeyOnly(t)
+    const signIn = await signInWith(t, bo.authenticator)
+    const headers = bearer(signIn.body.access_token)
+    const changed = await t.call('PATCH', `/users/${bo.id}`, {
+      json: { email: 'bo.new@example.com' },
+      headers,
+    })
+    expect(changed.status).toBe(200)
+    const fresh = bearer((await signInWith(t, bo.authenticator)).body.access_token)
+    clock.advance(5 * 60 * 1000 + 1)
+    expectEnvelope(
+      await t.call('PATCH', `/users/${bo.id}`, { json: { password: PASSWORD }, headers: fresh }),
+      403,
+      'REAUTHENTICATION_REQUIRED',
+    )
   })
 })
