@@ -43,3 +43,29 @@ export async function switchUser(
     )
   })
 }
+
+/**
+ * `roster users reset-factors ID|EMAIL`: the way back for a user (the only admin, say) who lost
+ * its passkeys, authenticator app and recovery codes. As DELETE /users/{id}/factors: every
+ * passkey, TOTP and recovery code goes, audited as factors.removed by the command line.
+ */
+export async function resetFactors(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  const { flags, positionals } = parseFlags('users', args, CHANGE_FLAGS, 1)
+  const target = positionals[0]
+  if (target === undefined || target.trim() === '') {
+    throw new ConfigError('users reset-factors needs a user id or email')
+  }
+  return await withDeps(configFlags(flags), env, async (deps) => {
+    const id = parseRowId(target) ?? (await deps.users.idByEmail(target.trim()))
+    if (id === null || (await deps.users.get(id)) === null) {
+      console.error(`roster: no user with id or email ${JSON.stringify(target)}`)
+      return 1
+    }
+    await deps.factors.reset(id, commandSource())
+    console.log(JSON.stringify({ id, factors: await deps.factors.status(id) }))
+    return 0
+  })
+}

@@ -1,12 +1,12 @@
 import { ConfigError } from '../config'
 import { renderFlags } from './args'
-import { CHANGE_FLAGS, SWITCHES, type Switch, switchUser } from './users-change'
+import { CHANGE_FLAGS, resetFactors, SWITCHES, type Switch, switchUser } from './users-change'
 import { CREATE_FLAGS, createUser } from './users-create'
 import { EXPORT_FLAGS, exportUsers } from './users-export'
 import { IMPORT_FLAGS, importUsers } from './users-import'
 
 export const USERS_HELP =
-  () => `Usage: roster users <create|promote|demote|activate|deactivate|import|export> [flags]
+  () => `Usage: roster users <create|promote|demote|activate|deactivate|reset-factors|import|export> [flags]
 
 roster users create --name NAME --email EMAIL [--username NAME] [--password-stdin] [--role member|admin]
   Creates one user directly in the database (the server may be running), for bootstrapping
@@ -27,6 +27,11 @@ roster users activate ID|EMAIL
   PATCH /users/{id} { "active": ... } and SCIM's active do. The last active admin is not
   deactivated. Prints the record as JSON.
 
+roster users reset-factors ID|EMAIL
+  Removes every passkey, the authenticator app (TOTP) and the recovery codes of a user who lost
+  them, as DELETE /users/{id}/factors does; the user signs in with its password again. Prints
+  the user's factors (none) as JSON.
+
 ${renderFlags(CHANGE_FLAGS)}
 
 roster users export [--format jsonl|csv] > FILE
@@ -46,7 +51,7 @@ roster users import FILE [--format jsonl|csv] [--skip-invalid]
 
 ${renderFlags(IMPORT_FLAGS)}`
 
-/** `roster users create|promote|demote|activate|deactivate|import|export`. */
+/** `roster users create|promote|demote|activate|deactivate|reset-factors|import|export`. */
 export async function run(
   args: string[],
   env: Record<string, string | undefined>,
@@ -63,6 +68,8 @@ export async function run(
   switch (action) {
     case 'create':
       return await createUser(rest, env)
+    case 'reset-factors':
+      return await resetFactors(rest, env)
     case 'import':
       return await importUsers(rest, env)
     case 'export':
@@ -74,7 +81,7 @@ export async function run(
     default:
       throw new ConfigError(
         action === undefined
-          ? 'users needs a command: create, promote, demote, activate, deactivate, import or export (see roster users --help)'
+          ? 'users needs a command: create, promote, demote, activate, deactivate, reset-factors, import or export (see roster users --help)'
           : `unknown users command ${JSON.stringify(action)} (see roster users --help)`,
       )
   }

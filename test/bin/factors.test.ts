@@ -122,6 +122,16 @@ describe('passkeys and TOTP through the compiled binary', () => {
         headers: { authorization: `Bearer ${root}` },
       })
       expect(await factors.json()).toMatchObject({ totp: true, recovery_codes_left: 10 })
+      // The command line's way back for one who lost every factor (the server keeps running).
+      const cli = await runBinary(['users', 'reset-factors', 'ada@example.com', ...data])
+      expect(cli.code).toBe(0)
+      expect(JSON.parse(cli.stdout)).toEqual({
+        id: 1,
+        factors: { totp: false, passkeys: [], recovery_codes_left: 0 },
+      })
+      expect((await login('ada@example.com')).body.access_token).toEqual(expect.any(String))
+      const unknown = await runBinary(['users', 'reset-factors', 'nobody@example.com', ...data])
+      expect(unknown.code).toBe(1)
       const reset = await fetch(`${server.url}/users/1/factors`, {
         method: 'DELETE',
         headers: { authorization: `Bearer ${root}` },

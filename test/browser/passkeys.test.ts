@@ -131,6 +131,30 @@ describe('passkeys and TOTP in the console, with Chromium’s virtual authentica
     expect(await page.evaluate(() => sessionStorage.getItem('roster.console.admin'))).toBe(EMAIL)
   })
 
+  test('an assertion sent twice signs in once: the second is 400 TOKEN_USED', async () => {
+    // The page's own fetches, with a real signature from the virtual authenticator.
+    const outcome = await page.evaluate(`(async () => {
+      const options = await (await fetch('/auth/passkeys/login/options', { method: 'POST' })).json()
+      const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options)
+      const credential = await navigator.credentials.get({ publicKey })
+      const body = JSON.stringify(credential.toJSON())
+      const post = async () => {
+        const reply = await fetch('/auth/passkeys/login/verify', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        })
+        const json = await reply.json()
+        return [reply.status, json.error ? json.error.code : 'signed in']
+      }
+      return [await post(), await post()]
+    })()`)
+    expect(outcome).toEqual([
+      [200, 'signed in'],
+      [400, 'TOKEN_USED'],
+    ])
+  })
+
   test('a password sign-in asks for the second step; a recovery code finishes it', async () => {
     await signOut()
     await signInWithPassword()
