@@ -1,5 +1,7 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import * as OTPAuth from 'otpauth'
 import { tempDir } from '../helpers/app'
+import { SoftAuthenticator } from '../helpers/authenticator'
 import { BINARY, cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
 import { until } from '../helpers/cluster'
 import { freshDatabase, queryOnce } from '../helpers/postgres'
@@ -41,6 +43,7 @@ describe('roster copy (the compiled binary)', () => {
     ).stdout.trim()
     const sqlite = await startBinary([...data, '--webhook-allow-private'], { env })
     let cookie: string
+    const authenticator = await SoftAuthenticator.create()
     let secret: string
     let fileId: string
     let sha256: string
@@ -65,6 +68,36 @@ describe('roster copy (the compiled binary)', () => {
         json({ email: 'user3@example.com', password: PASSWORD }),
       )
       cookie = (login.headers.get('set-cookie') ?? '').split(';', 1)[0] as string
+      // A passkey and TOTP, which must sign the user in the same way after the move.
+      const bearer = {
+        'content-type': 'application/json',
+        authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
+      }
+      const options = await fetch(`${sqlite.url}/auth/passkeys/register/options`, {
+        method: 'POST',
+        headers: bearer,
+        body: '{}',
+      })
+      const registration = authenticator.register((await options.json()) as never)
+      const registered = await fetch(`${sqlite.url}/auth/passkeys/register/verify`, {
+        method: 'POST',
+        headers: bearer,
+        body: JSON.stringify(registration),
+      })
+      expect(registered.status).toBe(201)
+      const enrolled = await fetch(`${sqlite.url}/auth/totp/enroll`, {
+        method: 'POST',
+        headers: bearer,
+        body: '{}',
+      })
+      const { secret: totpSecret } = (await enrolled.json()) as { secret: string }
+      const app = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(totpSecret) })
+      const confirmed = await fetch(`${sqlite.url}/auth/totp/confirm`, {
+        method: 'POST',
+        headers: bearer,
+        body: JSON.stringify({ code: app.generate() }),
+      })
+      expect(confirmed.status).toBe(200)
       const upload = await fetch(`${sqlite.url}/upload?filename=photo.bin&public=true`, {
         method: 'POST',
         headers: { 'content-type': 'application/octet-stream' },
@@ -97,9 +130,10 @@ describe('roster copy (the compiled binary)', () => {
     expect(copied.stdout).toContain('users 31')
     expect(copied.stdout).toContain('1 file(s)')
     // The progress: plain lines off a terminal, the last one at 100 %.
-    // 38 rows of users, keys, sessions, uploads and inbound events, 35 audit events, an
-    // endpoint, its 31 queued deliveries and the dispatcher's place.
-    expect(copied.stderr).toContain('copying rows: 106 rows (100%)')
+    // 38 rows of users, keys, sessions, uploads and inbound events, 37 audit events, an
+    // endpoint, its 31 queued deliveries and the dispatcher's place; a passkey, a TOTP secret,
+    // ten recovery codes and the registration's spent challenge.
+    expect(copied.stderr).toContain('copying rows: 121 rows (100%)')
     expect(copied.stderr).toContain('copying files: 1 files (100%)')
     expect(await objectsUnder(storage.prefix)).toEqual([fileId])
 
@@ -127,6 +161,16 @@ describe('roster copy (the compiled binary)', () => {
         json({ email: 'user7@example.com', password: PASSWORD }),
       )
       expect(signIn.status).toBe(200)
+      // The passkey and the second factor came along.
+      const totpAccount = await fetch(
+        `${moved.url}/login`,
+        json({ email: 'user3@example.com', password: PASSWORD }),
+      )
+      expect(await totpAccount.json()).toMatchObject({ mfa_required: true })
+      const passkeyOptions = await fetch(`${moved.url}/auth/passkeys/login/options`, json({}))
+      const assertion = await authenticator.assert((await passkeyOptions.json()) as never)
+      const passkeySignIn = await fetch(`${moved.url}/auth/passkeys/login/verify`, json(assertion))
+      expect(passkeySignIn.status).toBe(200)
       const download = await fetch(`${moved.url}/files/${fileId}`)
       expect(download.headers.get('etag')).toBe(`"${sha256}"`)
       expect(new Uint8Array(await download.arrayBuffer())).toEqual(bytes)
