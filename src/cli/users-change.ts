@@ -1,5 +1,6 @@
 import { ConfigError } from '../config'
 import { parseRowId } from '../db/row-id'
+import type { Deps } from '../deps'
 import type { UserChanges } from '../users/records'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { commandSource } from './open-data'
@@ -27,6 +28,23 @@ export async function switchUser(
   args: string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
+  return await onUser(command, args, env, (deps, id) =>
+    printWrittenUser(() =>
+      deps.users.update(id, SWITCHES[command], { versions: null }, commandSource()),
+    ),
+  )
+}
+
+/**
+ * Runs a command on the user its one argument names (an id or an email): 1, said on stderr,
+ * when there is no such user.
+ */
+async function onUser(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  work: (deps: Deps, id: number) => Promise<number>,
+): Promise<number> {
   const { flags, positionals } = parseFlags('users', args, CHANGE_FLAGS, 1)
   const target = positionals[0]
   if (target === undefined || target.trim() === '') {
@@ -34,13 +52,11 @@ export async function switchUser(
   }
   return await withDeps(configFlags(flags), env, async (deps) => {
     const id = parseRowId(target) ?? (await deps.users.idByEmail(target.trim()))
-    if (id === null) {
+    if (id === null || (await deps.users.get(id)) === null) {
       console.error(`roster: no user with id or email ${JSON.stringify(target)}`)
       return 1
     }
-    return await printWrittenUser(() =>
-      deps.users.update(id, SWITCHES[command], { versions: null }, commandSource()),
-    )
+    return await work(deps, id)
   })
 }
 
@@ -53,17 +69,7 @@ export async function resetFactors(
   args: string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  const { flags, positionals } = parseFlags('users', args, CHANGE_FLAGS, 1)
-  const target = positionals[0]
-  if (target === undefined || target.trim() === '') {
-    throw new ConfigError('users reset-factors needs a user id or email')
-  }
-  return await withDeps(configFlags(flags), env, async (deps) => {
-    const id = parseRowId(target) ?? (await deps.users.idByEmail(target.trim()))
-    if (id === null || (await deps.users.get(id)) === null) {
-      console.error(`roster: no user with id or email ${JSON.stringify(target)}`)
-      return 1
-    }
+  return await onUser('reset-factors', args, env, async (deps, id) => {
     await deps.factors.reset(id, commandSource())
     console.log(JSON.stringify({ id, factors: await deps.factors.status(id) }))
     return 0

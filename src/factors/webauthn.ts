@@ -130,23 +130,39 @@ export interface RegisteredPasskey {
   backedUp: boolean
 }
 
+/** What every response must show: this ceremony's challenge, its page, roster, a verified user. */
+function expectations(party: RelyingParty, expected: { challenge: string; origin: string }) {
+  return {
+    expectedChallenge: expected.challenge,
+    expectedOrigin: expected.origin,
+    expectedRPID: party.id,
+    requireUserVerification: true,
+  }
+}
+
+/**
+ * The library throws for a response that is malformed or fails a check (origin, relying
+ * party, flags, challenge): the client's fault, 400 with the library's reason.
+ */
+async function refusedAsBadRequest<T>(what: string, check: () => Promise<T>): Promise<T> {
+  try {
+    return await check()
+  } catch (error) {
+    throw badRequest(`${what}: ${(error as Error).message}`)
+  }
+}
+
 export async function verifyRegistration(
   party: RelyingParty,
   credential: CredentialJson,
   expected: { challenge: string; origin: string },
 ): Promise<RegisteredPasskey> {
-  let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>
-  try {
-    verified = await verifyRegistrationResponse({
+  const verified = await refusedAsBadRequest('The passkey could not be verified', () =>
+    verifyRegistrationResponse({
       response: credential as never,
-      expectedChallenge: expected.challenge,
-      expectedOrigin: expected.origin,
-      expectedRPID: party.id,
-      requireUserVerification: true,
-    })
-  } catch (error) {
-    throw badRequest(`The passkey could not be verified: ${(error as Error).message}`)
-  }
+      ...expectations(party, expected),
+    }),
+  )
   if (!verified.verified) throw badRequest('The passkey could not be verified')
   const info = verified.registrationInfo
   return {
@@ -177,24 +193,18 @@ export async function verifyLogin(
   expected: { challenge: string; origin: string },
   passkey: { credentialId: string; publicKey: string; counter: number; transports: string[] },
 ): Promise<{ counter: number }> {
-  let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
-  try {
-    verified = await verifyAuthenticationResponse({
+  const verified = await refusedAsBadRequest('The passkey sign-in could not be verified', () =>
+    verifyAuthenticationResponse({
       response: credential as never,
-      expectedChallenge: expected.challenge,
-      expectedOrigin: expected.origin,
-      expectedRPID: party.id,
-      requireUserVerification: true,
+      ...expectations(party, expected),
       credential: {
         id: passkey.credentialId,
         publicKey: Buffer.from(passkey.publicKey, 'base64url') as Uint8Array<ArrayBuffer>,
         counter: passkey.counter,
         transports: passkey.transports as never,
       },
-    })
-  } catch (error) {
-    throw badRequest(`The passkey sign-in could not be verified: ${(error as Error).message}`)
-  }
+    }),
+  )
   // A well-formed assertion whose signature is not the passkey's: a wrong credential.
   if (!verified.verified) {
     throw new AppError('INVALID_CREDENTIALS', 'The passkey’s signature does not verify')

@@ -13,6 +13,15 @@ import { activate, launchChromium, seriousAxeViolations, typeInto } from '../hel
 setDefaultTimeout(120_000)
 
 const PASSWORD = 'an admin passphrase'
+/** A laptop's platform authenticator: CTAP2, built in, holds passkeys, verifies its user. */
+const VIRTUAL_AUTHENTICATOR = {
+  protocol: 'ctap2',
+  transport: 'internal',
+  hasResidentKey: true,
+  hasUserVerification: true,
+  isUserVerified: true,
+  automaticPresenceSimulation: true,
+} as const
 const EMAIL = 'root@example.com'
 
 let browser: Browser
@@ -71,14 +80,7 @@ beforeAll(async () => {
   await cdp.send('WebAuthn.enable')
   authenticatorId = (
     await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
+      options: VIRTUAL_AUTHENTICATOR,
     })
   ).authenticatorId
   await page.goto(`${origin}/console`)
@@ -180,14 +182,7 @@ describe('passkeys and TOTP in the console, with Chromium’s virtual authentica
     const otherCdp = await context.newCDPSession(other)
     await otherCdp.send('WebAuthn.enable')
     await otherCdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
+      options: VIRTUAL_AUTHENTICATOR,
     })
     await other.goto(`${server.url}/console`)
     await other.getByRole('button', { name: 'Sign in with a passkey' }).click()

@@ -50,6 +50,12 @@ function derSignature(raw: Uint8Array): Buffer {
 
 const sha256 = (data: Uint8Array | string) => createHash('sha256').update(data).digest()
 
+/** The browser's collected client data: the ceremony, the challenge, the page's origin. */
+function clientDataOf(type: 'webauthn.create' | 'webauthn.get', challenge: string, knobs: Knobs) {
+  const origin = knobs.origin ?? 'http://localhost:3000'
+  return Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }))
+}
+
 export interface Knobs {
   /** The page the ceremony runs on (default http://localhost:3000). */
   origin?: string
@@ -123,23 +129,22 @@ export class SoftAuthenticator {
         ['authData', authData],
       ]),
     )
-    const clientData = JSON.stringify({
-      type: 'webauthn.create',
-      challenge: options.challenge,
-      origin: knobs.origin ?? 'http://localhost:3000',
-      crossOrigin: false,
+    return this.credential({
+      clientDataJSON: b64url(clientDataOf('webauthn.create', options.challenge, knobs)),
+      attestationObject: b64url(attestationObject),
+      transports: ['internal'],
     })
+  }
+
+  /** The credential's JSON around its response, as toJSON() writes it. */
+  private credential<R>(response: R) {
     return {
       id: this.id,
       rawId: this.id,
       type: 'public-key',
       authenticatorAttachment: 'platform',
       clientExtensionResults: {},
-      response: {
-        clientDataJSON: b64url(Buffer.from(clientData)),
-        attestationObject: b64url(attestationObject),
-        transports: ['internal'],
-      },
+      response,
     }
   }
 
@@ -147,32 +152,18 @@ export class SoftAuthenticator {
   async assert(options: { challenge: string }, knobs: Knobs = {}) {
     this.counter += 1
     const authData = this.authData(knobs.rpId ?? 'localhost', this.flags(knobs, false), null)
-    const clientData = Buffer.from(
-      JSON.stringify({
-        type: 'webauthn.get',
-        challenge: options.challenge,
-        origin: knobs.origin ?? 'http://localhost:3000',
-        crossOrigin: false,
-      }),
-    )
+    const clientData = clientDataOf('webauthn.get', options.challenge, knobs)
     const signed = Buffer.concat([authData, sha256(clientData)])
     const raw = await crypto.subtle.sign(
       { name: 'ECDSA', hash: 'SHA-256' },
       this.keys.privateKey,
       signed,
     )
-    return {
-      id: this.id,
-      rawId: this.id,
-      type: 'public-key',
-      authenticatorAttachment: 'platform',
-      clientExtensionResults: {},
-      response: {
-        clientDataJSON: b64url(clientData),
-        authenticatorData: b64url(authData),
-        signature: b64url(derSignature(new Uint8Array(raw))),
-        userHandle: this.userHandle,
-      },
-    }
+    return this.credential({
+      clientDataJSON: b64url(clientData),
+      authenticatorData: b64url(authData),
+      signature: b64url(derSignature(new Uint8Array(raw))),
+      userHandle: this.userHandle,
+    })
   }
 }

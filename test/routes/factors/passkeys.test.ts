@@ -3,7 +3,7 @@ import { SYSTEM } from '../../../src/audit/events'
 import { ManualClock } from '../../../src/timers'
 import { dbQuery, expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../../helpers/auth'
-import { SoftAuthenticator } from '../../helpers/authenticator'
+import { type Knobs, SoftAuthenticator } from '../../helpers/authenticator'
 
 // Passkeys through HTTP (CONTRACT section 15), with a software authenticator that writes what
 // a platform authenticator writes. Chromium's virtual authenticator does the same through the
@@ -142,45 +142,25 @@ describe('passkeys', () => {
     await using t = await makeTestApp()
     const ada = await signedIn(t)
     const authenticator = await SoftAuthenticator.create()
-    const options = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
-    const unverified = authenticator.register(options.body, { userVerified: false })
-    const refused = await t.post('/auth/passkeys/register/verify', unverified, {
-      headers: bearer(ada.token),
-    })
-    expectEnvelope(refused, 400, 'BAD_REQUEST')
-    expect(refused.body.error.message).toMatch(/user.*verif/i)
-    const again = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
-    expectEnvelope(
-      await t.post(
-        '/auth/passkeys/register/verify',
-        authenticator.register(again.body, { origin: 'https://evil.example' }),
+    const refusals: [Knobs, RegExp][] = [
+      [{ userVerified: false }, /user.*verif/i],
+      [{ origin: 'https://evil.example' }, /not accepted from https:\/\/evil\.example/],
+      [{ rpId: 'evil.example' }, /RP ID/i],
+    ]
+    for (const [knobs, reason] of refusals) {
+      const options = await t.post(
+        '/auth/passkeys/register/options',
+        {},
         { headers: bearer(ada.token) },
-      ),
-      400,
-      'BAD_REQUEST',
-    )
-    const third = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
-    expectEnvelope(
-      await t.post(
+      )
+      const refused = await t.post(
         '/auth/passkeys/register/verify',
-        authenticator.register(third.body, { rpId: 'evil.example' }),
+        authenticator.register(options.body, knobs),
         { headers: bearer(ada.token) },
-      ),
-      400,
-      'BAD_REQUEST',
-    )
+      )
+      expectEnvelope(refused, 400, 'BAD_REQUEST')
+      expect(refused.body.error.message).toMatch(reason)
+    }
     expect((await t.get('/me/passkeys', { headers: bearer(ada.token) })).body.data).toEqual([])
     // Registered properly, then used without user verification.
     expect((await registered(t, ada.token, authenticator)).status).toBe(201)
