@@ -15,6 +15,7 @@ import {
   challengeHash,
   clientDataOf,
   counterWentBack,
+  handleMatches,
   loginOptions,
   type RelyingParty,
   registrationOptions,
@@ -354,6 +355,11 @@ export function createSecondFactors(deps: SecondFactorDeps) {
         throw new AppError('INVALID_CREDENTIALS', 'This passkey is not registered with roster')
       }
       if (passkey.flaggedAt !== null) throw clonedPasskey()
+      // The account the authenticator says it signs in must be the passkey's (WebAuthn §7.2
+      // step 6): a passkey of one account presented as another's is refused.
+      if (!handleMatches(credential, passkey.userId)) {
+        throw new AppError('INVALID_CREDENTIALS', 'This passkey belongs to another account')
+      }
       // The signature first: an unsigned counter must not be able to flag somebody's passkey.
       // The library is given counter 0 so that the counter rule below is the only one.
       await verifyLogin(party, credential, ceremony, {

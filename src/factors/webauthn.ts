@@ -174,6 +174,13 @@ export async function verifyRegistration(
   }
 }
 
+/** Whether an assertion's userHandle, when it carries one, is this user's. */
+export function handleMatches(credential: CredentialJson, userId: number): boolean {
+  const handle = credential.response.userHandle
+  if (handle === undefined || handle === null || handle === '') return true
+  return handle === Buffer.from(userHandle(userId)).toString('base64url')
+}
+
 /** The counter an assertion carries (authenticator data bytes 33–36, big-endian). */
 export function assertionCounter(credential: CredentialJson): number | null {
   const data = credential.response.authenticatorData

@@ -187,6 +187,13 @@ describe('passkeys', () => {
     forged.id = real.id
     forged.rawId = real.id
     expectEnvelope(await t.post('/auth/passkeys/login/verify', forged), 401, 'INVALID_CREDENTIALS')
+    // The right key and signature, but the account it names is another's.
+    const again = await t.post('/auth/passkeys/login/options', {})
+    const elsewhere = await real.assert(again.body)
+    elsewhere.response.userHandle = Buffer.from('someone else').toString('base64url')
+    const refused = await t.post('/auth/passkeys/login/verify', elsewhere)
+    expectEnvelope(refused, 401, 'INVALID_CREDENTIALS')
+    expect(refused.body.error.message).toMatch(/another account/)
   })
 
   test('a counter that goes back flags the passkey as cloned and refuses it from then on', async () => {
