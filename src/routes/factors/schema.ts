@@ -13,34 +13,32 @@ export const StepUpBody = t.Object(
   },
 )
 
+/** Base64url text (what WebAuthn's JSON carries binary values as), 1 to `max` characters. */
+const Base64Url = (error: string, max: number) =>
+  t.String({ minLength: 1, maxLength: max, pattern: '^[A-Za-z0-9_-]+={0,2}$', error })
+
 /**
  * A WebAuthn credential as `PublicKeyCredential.toJSON()` gives it (RegistrationResponseJSON or
  * AuthenticationResponseJSON). Only the outline is checked here; the library checks the rest.
  */
 export const CredentialBody = t.Object(
   {
-    id: t.String({ minLength: 1, maxLength: 1366, error: 'must be the credential id (base64url)' }),
-    rawId: t.String({
-      minLength: 1,
-      maxLength: 1366,
-      error: 'must be the credential id (base64url)',
-    }),
+    id: Base64Url('must be the credential id (base64url)', 1366),
+    rawId: Base64Url('must be the credential id (base64url)', 1366),
     type: t.Literal('public-key', { error: 'must be "public-key"' }),
     response: t.Object(
       {
-        clientDataJSON: t.String({
-          minLength: 1,
-          maxLength: 16384,
-          error: 'must be the clientDataJSON (base64url)',
-        }),
+        clientDataJSON: Base64Url('must be the clientDataJSON (base64url)', 16384),
       },
       { additionalProperties: true, error: 'must carry clientDataJSON' },
     ),
     name: t.Optional(
       t.String({
         maxLength: 100,
+        // No control characters: a name is shown in lists (and PostgreSQL refuses U+0000).
+        pattern: '^[^\\u0000-\\u001f\\u007f]*$',
         description: 'A name for a new passkey (registration only)',
-        error: 'must be at most 100 characters',
+        error: 'must be at most 100 characters, without control characters',
       }),
     ),
   },

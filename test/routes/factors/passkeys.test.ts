@@ -252,6 +252,24 @@ describe('passkeys', () => {
     expectEnvelope(await signInWith(t, authenticator), 401, 'INVALID_CREDENTIALS')
   })
 
+  test('a name with a control character is 422, and nothing is registered', async () => {
+    await using t = await makeTestApp()
+    const ada = await signedIn(t)
+    const authenticator = await SoftAuthenticator.create()
+    const options = await t.post(
+      '/auth/passkeys/register/options',
+      {},
+      { headers: bearer(ada.token) },
+    )
+    const refused = await t.post(
+      '/auth/passkeys/register/verify',
+      { ...authenticator.register(options.body), name: 'Lap\u0000top' },
+      { headers: bearer(ada.token) },
+    )
+    expectEnvelope(refused, 422, 'VALIDATION_ERROR')
+    expect((await t.get('/me/passkeys', { headers: bearer(ada.token) })).body.data).toEqual([])
+  })
+
   test('registration needs a signed-in user; a key or nobody is refused', async () => {
     await using t = await makeTestApp()
     const key = await apiKey(t)
@@ -291,6 +309,14 @@ describe('passkeys', () => {
         },
       },
       { id: 'x', rawId: 'x', type: 'other', response: { clientDataJSON: 'e30' } },
+      // U+0000 and other non-base64url text, which PostgreSQL would refuse as a parameter.
+      {
+        id: 'a\u0000b',
+        rawId: 'a\u0000b',
+        type: 'public-key',
+        response: { clientDataJSON: 'e30' },
+      },
+      { id: 'x', rawId: 'x', type: 'public-key', response: { clientDataJSON: 'e30\u0000' } },
       [],
       'text',
     ]
