@@ -125,7 +125,8 @@ export function isScimPath(url: string): boolean {
 }
 
 const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error'
-const SCIM_JSON = 'application/scim+json; charset=utf-8'
+/** SCIM's media type (RFC 7644 section 3.1), on its answers and its errors alike. */
+export const SCIM_JSON = 'application/scim+json; charset=utf-8'
 
 /** The scimType an error of roster's own kind has under SCIM (RFC 7644 section 3.12). */
 function scimTypeOf(error: AppError): ScimType | null {

@@ -5,10 +5,10 @@ import { AppError, scimBadRequest } from '../errors/errors'
 import type { GroupRecord } from '../groups/records'
 import type { GroupWrites } from '../groups/store'
 import { FIELD_RULES, isValidName } from '../users/fields'
+import { etagOf } from '../users/records'
 import { attributeValue, GROUP_SCHEMA } from './names'
 import { applyPatch, patchOnVersionRead } from './patch'
 import type { ScimGroupQuery, ScimProfileRows } from './profile'
-import { versionOf } from './users'
 
 /** At most this many members in one Group body (a PATCH adds members a few at a time). */
 const MAX_MEMBERS = 10_000
@@ -39,7 +39,7 @@ export function toScimGroup(
       created: group.created_at,
       lastModified: group.updated_at,
       location: `${base}/Groups/${group.id}`,
-      version: versionOf(group),
+      version: etagOf(group),
     },
   }
 }

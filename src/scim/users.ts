@@ -1,5 +1,6 @@
 import { scimBadRequest } from '../errors/errors'
 import { FIELD_RULES, isEmailAddress, isValidName, isValidUsername } from '../users/fields'
+import { etagOf } from '../users/records'
 import { booleanOf } from './filter'
 import { attributeValue, ENTERPRISE_SCHEMA, USER_SCHEMA } from './names'
 import { EMPTY_PROFILE, type OtherEmail, type ScimProfile, type ScimUserRow } from './profile'
@@ -10,8 +11,6 @@ export const MAX_PROFILE_TEXT = 1024
 const MAX_EMAILS = 20
 
 /** `meta.version` and the ETag of a SCIM resource: the record's own strong ETag. */
-export const versionOf = (record: { id: number; version: number }) =>
-  `"${record.id}.${record.version}"`
 
 /** A user as SCIM shows it (RFC 7643 section 4.1, with the enterprise extension). */
 export function toScimUser(row: ScimUserRow, base: string): Record<string, unknown> {
@@ -56,7 +55,7 @@ export function toScimUser(row: ScimUserRow, base: string): Record<string, unkno
       created: user.created_at,
       lastModified: user.updated_at,
       location: `${base}/Users/${user.id}`,
-      version: versionOf(user),
+      version: etagOf(user),
     },
   }
 }

@@ -3,6 +3,13 @@ import { fieldDetail } from '../errors/details'
 import { notFound, preconditionFailed, validationFailed } from '../errors/errors'
 
 /** A user as every answer shows it. */
+/**
+ * The strong ETag of a versioned record (a user, a group, an endpoint): `"<id>.<version>"`; it
+ * changes whenever the record does. SCIM's meta.version is the same tag.
+ */
+export const etagOf = (record: { id: number; version: number }) =>
+  `"${record.id}.${record.version}"`
+
 export interface User {
   id: number
   name: string

@@ -3,6 +3,7 @@ import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import { AppError, ScimError, scimBadRequest } from '../../errors/errors'
 import type { GroupRecord } from '../../groups/records'
+import { SCIM_JSON } from '../../http/error-handler'
 import { jsonBody } from '../../http/json-body'
 import { jsonResponse } from '../../http/json-response'
 import { publicBaseUrl } from '../../http/request-context'
@@ -20,13 +21,14 @@ import {
 import type { GroupSortKey, ScimUserQuery, ScimUserRow, SortKey } from '../../scim/profile'
 import { type Projection, project, readProjection } from '../../scim/projection'
 import type { ScimUsers } from '../../scim/service'
-import { readScimUser, toScimUser, versionOf } from '../../scim/users'
+import { readScimUser, toScimUser } from '../../scim/users'
+import { etagOf } from '../../users/records'
 import type { AuthPlugin } from '../auth/plugin'
 import { auditSourceOf } from '../auth/principal'
 import { guardOf, type Operation } from '../authorisation'
+import { versionsFromIfMatch } from '../users/etag'
 
 const tags = ['scim']
-const SCIM_JSON = 'application/scim+json; charset=utf-8'
 /** A list's page size when `count` is not given. */
 const DEFAULT_COUNT = 100
 
@@ -361,7 +363,7 @@ async function groupAnswer(
   const withMembers = wantsMembers(projection)
   const names = withMembers ? await scimGroups.namesOf([group]) : new Map<number, string>()
   const resource = project(toScimGroup(group, names, call.base, withMembers), projection, [])
-  const headers: Record<string, string> = { etag: versionOf(group) }
+  const headers: Record<string, string> = { etag: etagOf(group) }
   if (status === 201) headers.location = `${call.base}/Groups/${group.id}`
   return scimJson(resource, status, headers)
 }
@@ -493,20 +495,13 @@ function descendingOf(text: string | null): boolean {
 }
 
 /** The versions an If-Match accepts (`meta.version`, weak or strong); null: any. */
+/**
+ * The versions an If-Match header accepts, as for /users (versionsFromIfMatch), weak tags
+ * included: SCIM clients send `W/` with meta.version (RFC 7644 section 3.14).
+ */
 function versionsOf(header: string | null, id: number | null): number[] | null {
-  if (header === null) return null
-  const listed = header
-    .split(',')
-    .map((tag) => tag.trim().replace(/^W\//, ''))
-    .filter((tag) => tag !== '')
-  if (listed.includes('*')) return null
-  const versions: number[] = []
-  for (const tag of listed) {
-    const match = /^"([0-9]+)\.([0-9]+)"$/.exec(tag)
-    const version = parseRowId(match?.[2])
-    if (id !== null && parseRowId(match?.[1]) === id && version !== null) versions.push(version)
-  }
-  return versions
+  const strong = header === null ? null : header.replace(/(^|,)\s*W\//g, '$1')
+  return versionsFromIfMatch(strong, String(id ?? 0))
 }
 
 function objectBody(body: unknown): Record<string, unknown> {
@@ -536,7 +531,7 @@ function userAnswer(
   projection: Projection = { attributes: null, excluded: [] },
 ): Response {
   const resource = project(toScimUser(row, call.base), projection, [ENTERPRISE_SCHEMA])
-  const headers: Record<string, string> = { etag: versionOf(row.user) }
+  const headers: Record<string, string> = { etag: etagOf(row.user) }
   if (status === 201) headers.location = `${call.base}/Users/${row.user.id}`
   return scimJson(resource, status, headers)
 }

@@ -1,8 +1,7 @@
 import { parseRowId } from '../../db/row-id'
 import { ifMatchTags } from '../../http/conditional'
 
-/** The strong ETag of a user: `"<id>.<version>"`; it changes whenever the record does. */
-export const etagOf = (user: { id: number; version: number }) => `"${user.id}.${user.version}"`
+export { etagOf } from '../../users/records'
 
 const USER_TAG = /^"([0-9]+)\.([0-9]+)"$/
 
