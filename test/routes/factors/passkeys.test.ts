@@ -11,8 +11,12 @@ import { type Knobs, SoftAuthenticator } from '../../helpers/authenticator'
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
+/** The creation options for a signed-in user (its token). */
+const creationOptions = (t: TestApp, token: string) =>
+  t.post('/auth/passkeys/register/options', {}, { headers: bearer(token) })
+
 async function registered(t: TestApp, token: string, authenticator: SoftAuthenticator) {
-  const options = await t.post('/auth/passkeys/register/options', {}, { headers: bearer(token) })
+  const options = await creationOptions(t, token)
   expect(options.status).toBe(200)
   const verify = await t.post(
     '/auth/passkeys/register/verify',
@@ -33,11 +37,7 @@ describe('passkeys', () => {
     await using t = await makeTestApp()
     const ada = await signedIn(t)
     const authenticator = await SoftAuthenticator.create()
-    const options = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
+    const options = await creationOptions(t, ada.token)
     expect(options.body).toMatchObject({
       rp: { id: 'localhost', name: 'roster' },
       user: { name: 'ada@example.com', displayName: 'Ada' },
@@ -94,11 +94,7 @@ describe('passkeys', () => {
     await using t = await makeTestApp()
     const ada = await signedIn(t)
     const authenticator = await SoftAuthenticator.create()
-    const options = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
+    const options = await creationOptions(t, ada.token)
     const response = authenticator.register(options.body)
     expect(
       (await t.post('/auth/passkeys/register/verify', response, { headers: bearer(ada.token) }))
@@ -148,11 +144,7 @@ describe('passkeys', () => {
       [{ rpId: 'evil.example' }, /RP ID/i],
     ]
     for (const [knobs, reason] of refusals) {
-      const options = await t.post(
-        '/auth/passkeys/register/options',
-        {},
-        { headers: bearer(ada.token) },
-      )
+      const options = await creationOptions(t, ada.token)
       const refused = await t.post(
         '/auth/passkeys/register/verify',
         authenticator.register(options.body, knobs),
@@ -256,11 +248,7 @@ describe('passkeys', () => {
     await using t = await makeTestApp()
     const ada = await signedIn(t)
     const authenticator = await SoftAuthenticator.create()
-    const options = await t.post(
-      '/auth/passkeys/register/options',
-      {},
-      { headers: bearer(ada.token) },
-    )
+    const options = await creationOptions(t, ada.token)
     const refused = await t.post(
       '/auth/passkeys/register/verify',
       { ...authenticator.register(options.body), name: 'Lap\u0000top' },
