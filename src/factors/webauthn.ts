@@ -1,9 +1,3 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from '@simplewebauthn/server'
 import { sha256Hex } from '../auth/tokens'
 import { AppError, badRequest } from '../errors/errors'
 
@@ -14,6 +8,16 @@ import { AppError, badRequest } from '../errors/errors'
  * is, where a challenge lives (the database, so any instance finishes a ceremony), and the
  * counter rule.
  */
+
+/**
+ * The library, loaded on the first ceremony: with its ASN.1 and X.509 dependencies it costs the
+ * binary ~5 MB of memory at start, which a roster nobody registers a passkey on should not pay.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | null = null
+const webauthn = () => {
+  library ??= import('@simplewebauthn/server')
+  return library
+}
 
 /** Who roster is to an authenticator, from --public-url and --webauthn-origins. */
 export interface RelyingParty {
@@ -96,6 +100,7 @@ export async function registrationOptions(
   user: { id: number; email: string; name: string },
   existing: readonly { credentialId: string; transports: readonly string[] }[],
 ) {
+  const { generateRegistrationOptions } = await webauthn()
   return generateRegistrationOptions({
     rpName: party.name,
     rpID: party.id,
@@ -112,7 +117,8 @@ export async function registrationOptions(
   })
 }
 
-export function loginOptions(party: RelyingParty) {
+export async function loginOptions(party: RelyingParty) {
+  const { generateAuthenticationOptions } = await webauthn()
   // No allowCredentials: the authenticator offers the passkeys it holds (discoverable).
   return generateAuthenticationOptions({
     rpID: party.id,
@@ -157,6 +163,7 @@ export async function verifyRegistration(
   credential: CredentialJson,
   expected: { challenge: string; origin: string },
 ): Promise<RegisteredPasskey> {
+  const { verifyRegistrationResponse } = await webauthn()
   const verified = await refusedAsBadRequest('The passkey could not be verified', () =>
     verifyRegistrationResponse({
       response: credential as never,
@@ -200,6 +207,7 @@ export async function verifyLogin(
   expected: { challenge: string; origin: string },
   passkey: { credentialId: string; publicKey: string; counter: number; transports: string[] },
 ): Promise<{ counter: number }> {
+  const { verifyAuthenticationResponse } = await webauthn()
   const verified = await refusedAsBadRequest('The passkey sign-in could not be verified', () =>
     verifyAuthenticationResponse({
       response: credential as never,
