@@ -156,6 +156,11 @@ export function createSecondFactors(deps: SecondFactorDeps) {
   }
 
   return {
+    /** A user's passkeys, oldest first (one read; status() reads TOTP and the codes too). */
+    async passkeys(userId: number): Promise<PasskeyView[]> {
+      return (await transaction((tx) => tx.factors.passkeysOf(userId))).map(passkeyView)
+    },
+
     async status(userId: number): Promise<FactorStatus> {
       return await transaction(async (tx) => {
         const totp = await tx.factors.totpOf(userId)

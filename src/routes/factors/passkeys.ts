@@ -160,7 +160,7 @@ export function passkeyRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' | '/
       '/me/passkeys',
       async ({ set }) => {
         const { principal } = await callerOf(set)
-        return { data: (await factors.status(principal.userId)).passkeys }
+        return { data: await factors.passkeys(principal.userId) }
       },
       {
         ...list.hook,
