@@ -110,6 +110,11 @@ export interface Deps {
   counts(): Promise<{ users: number; uploads: number; webhook_events: number }>
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
   sweepUploads(): Promise<number>
+  /**
+   * Finishes now the work the database otherwise does when idle (SQLite: indexing users for
+   * `q`, which `roster migrate` completes ahead of a start).
+   */
+  catchUp(): Promise<void>
   /** Commits what is pending and closes the database. */
   close(): Promise<void>
 }
@@ -145,6 +150,8 @@ export async function makeDeps(
   now: () => Date = systemNow,
   options: {
     sweepUploads?: boolean
+    /** The server: the backend's idle work runs (CLI commands leave it to the server). */
+    serving?: boolean
     timers?: Timers
     /** Where S3 settings are read (the process environment unless given). */
     env?: Record<string, string | undefined>
@@ -165,6 +172,7 @@ export async function makeDeps(
       metrics.committed(count)
       disk.wrote()
     },
+    serving: options.serving === true,
   })
   const fileStore = await openFileStore(config, uploadDir, backend, options.env).catch(
     async (error: unknown) => {
@@ -248,6 +256,7 @@ export async function makeDeps(
       webhook_events: await inbox.count(),
     }),
     sweepUploads: () => files.sweep(),
+    catchUp: () => backend.catchUp(),
     close: () => {
       feed.close()
       return backend.close()

@@ -68,6 +68,11 @@ export interface Backend {
   connectionsInUse(): number | null
   /** Commits what is waiting for a commit now (SQLite's group commit; nothing on PostgreSQL). */
   flush(): void
+  /**
+   * Finishes at once the work the backend otherwise does when idle (SQLite: indexing users for
+   * `q`; nothing on PostgreSQL, whose indexes keep themselves).
+   */
+  catchUp(): Promise<void>
   /** Commits what is pending and closes the connections. */
   close(): Promise<void>
 }

@@ -12,6 +12,8 @@ export interface BackendOptions {
   log: Logger
   /** Called after each commit with the writes it made durable (SQLite's group commit). */
   onCommit: (writes: number) => void
+  /** True for the server: the backend's idle work runs (SQLite's search indexing). */
+  serving?: boolean
 }
 
 /**

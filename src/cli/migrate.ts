@@ -7,8 +7,9 @@ const FLAGS = databaseFlags()
 
 export const MIGRATE_HELP = () => `Usage: roster migrate [flags]
 
-Applies the migrations embedded in this binary to the database and exits. roster serve does
-the same at start, so this is only needed to migrate ahead of time.
+Applies the migrations embedded in this binary to the database, brings the search index up to
+date (SQLite: a server indexes new users when idle, and searches are exact meanwhile, only
+slower), and exits. roster serve migrates at start, so this is only needed ahead of time.
 
 ${renderFlags(FLAGS)}`
 
@@ -24,7 +25,11 @@ export async function run(
   }
   const config = loadConfig(configFlags(flags), env)
   const deps = await makeDeps(config, createLogger())
-  await deps.close()
+  try {
+    await deps.catchUp()
+  } finally {
+    await deps.close()
+  }
   const { database } = deps.describe
   if (deps.migrated.length === 0) console.log(`database ${database} was already up to date`)
   else console.log(`applied ${deps.migrated.join(', ')} to database ${database}`)

@@ -1,5 +1,6 @@
 import type { Cursor } from './cursor'
 import { emailKey, type User, type UserFilters } from './records'
+import { foldForSearch } from './search-key'
 
 /** The longest `q` (a substring of name or email) a search takes. */
 export const MAX_QUERY_LENGTH = 200
@@ -10,11 +11,14 @@ export interface SearchRequest {
   offset: number
   cursor?: Cursor
   filters: UserFilters
+  /** False: the client asked for no total (`count=none`), and none is read. */
+  counted: boolean
 }
 
 export interface SearchResult {
   data: User[]
-  total: number
+  /** Null when the request was not counted. */
+  total: number | null
   /** The page's offset; null for a page chosen by cursor, whose position is not counted. */
   offset: number | null
   /** The cursor of the next page, or null on the last page. */
@@ -23,10 +27,21 @@ export interface SearchResult {
   prev: Cursor | { offset: number } | null
 }
 
-/** The filters as a database compares them: the email folded as uniqueness folds it. */
+/**
+ * The filters as a database compares them: the email folded as uniqueness folds it, `q` as the
+ * search key is folded (search-key.ts).
+ */
 export interface SearchFilters {
   emailKey?: string
   q?: string
+}
+
+/** Characters from which a trigram index can find `q`; a shorter one is a scan. */
+export const INDEXED_QUERY_LENGTH = 3
+
+/** `q` as a LIKE pattern that matches it anywhere (`\\` escapes, as both databases take it). */
+export function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, '\\$&')}%`
 }
 
 /**
@@ -47,7 +62,7 @@ export type StepAnswer = number | User[] | boolean
 export function searchFilters(filters: UserFilters): SearchFilters {
   return {
     ...(filters.email === undefined ? {} : { emailKey: emailKey(filters.email) }),
-    ...(filters.q === undefined ? {} : { q: filters.q }),
+    ...(filters.q === undefined ? {} : { q: foldForSearch(filters.q) }),
   }
 }
 
@@ -62,7 +77,7 @@ export function* searchPlan(
   request: SearchRequest,
 ): Generator<SearchStep, SearchResult, StepAnswer> {
   const { limit, cursor } = request
-  const total = (yield { kind: 'count' }) as number
+  const total = request.counted ? ((yield { kind: 'count' }) as number) : null
   if (cursor === undefined) {
     const rows = (yield { kind: 'fromOffset', offset: request.offset, limit: limit + 1 }) as User[]
     const data = rows.slice(0, limit)

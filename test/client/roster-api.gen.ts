@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.
+         * @description Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last. total is a count kept with every insert and delete, exact and not counted per request.
          */
         get: operations["getUsers"];
         put?: never;
@@ -23280,8 +23280,10 @@ export interface operations {
                 cursor?: string;
                 /** @description exact email, compared without regard to case */
                 email?: string;
-                /** @description substring of name or email */
+                /** @description substring of name or email, without regard to case or accents ("jose" finds "José"); from 3 characters through an index, shorter ones read every user */
                 q?: string;
+                /** @description none: leave total, X-Total-Count and the last link out, for a client paging a large roster by cursor */
+                count?: "exact" | "none";
             };
             header?: never;
             path?: never;
@@ -23324,7 +23326,8 @@ export interface operations {
                             limit: number;
                             /** @description null on a page chosen by cursor */
                             offset: number | null;
-                            total: number;
+                            /** @description The matching records (all users when unfiltered: a count kept with every insert and delete, not counted per request; filtered: counted through the search index, at the cost of the matches). Absent with count=none. */
+                            total?: number;
                             /** @description Pass as `cursor` (with the same limit and filters) for the next page; null on the last page. */
                             next_cursor: string | null;
                         };

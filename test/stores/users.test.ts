@@ -1,6 +1,10 @@
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
+import type { UserRecord } from '../../src/users/records'
+import type { UserStore } from '../../src/users/store'
 import { codeOf, twoInstances } from '../helpers/stores'
+
+const ANY_VERSION = { versions: null }
 
 // The users store's contract: the same cases on SQLite (npm test) and on PostgreSQL with two
 // instances (npm run test:postgres). See test/helpers/stores.ts.
@@ -414,18 +418,27 @@ describe('users store contract: the v2 search', () => {
       const name = i % 3 === 0 ? `Team_${i}` : `Solo ${i}`
       await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null }, SYSTEM)
     }
-    const first = await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'team_' } })
+    const first = await env.b.users.search({
+      limit: 4,
+      offset: 0,
+      filters: { q: 'team_' },
+      counted: true,
+    })
     expect(first.total).toBe(10)
     expect(first.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
     expect(first.next).toEqual({ direction: 'after', id: 12 })
     expect(first.prev).toBeNull()
     // `_` is literal, not a wildcard: "Solo 1_" matches nothing.
-    expect((await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'o_1' } })).total).toBe(0)
+    expect(
+      (await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'o_1' }, counted: true }))
+        .total,
+    ).toBe(0)
     const second = await env.b.users.search({
       limit: 4,
       offset: 0,
       cursor: { direction: 'after', id: 12 },
       filters: { q: 'TEAM' },
+      counted: true,
     })
     expect(second.data.map((user) => user.id)).toEqual([15, 18, 21, 24])
     expect(second.prev).toEqual({ direction: 'before', id: 15 })
@@ -435,10 +448,16 @@ describe('users store contract: the v2 search', () => {
       offset: 0,
       cursor: { direction: 'before', id: 15 },
       filters: { q: 'team' },
+      counted: true,
     })
     expect(back.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
     expect(back.prev).toBeNull()
-    const last = await env.b.users.search({ limit: 4, offset: 8, filters: { q: 'team' } })
+    const last = await env.b.users.search({
+      limit: 4,
+      offset: 8,
+      filters: { q: 'team' },
+      counted: true,
+    })
     expect(last.data.map((user) => user.id)).toEqual([27, 30])
     expect(last.next).toBeNull()
     expect(last.prev).toEqual({ offset: 4 })
@@ -446,7 +465,138 @@ describe('users store contract: the v2 search', () => {
       limit: 5,
       offset: 0,
       filters: { email: 'P7@EXAMPLE.com' },
+      counted: true,
     })
     expect(byEmail.data.map((user) => user.id)).toEqual([7])
   })
+})
+
+describe('users store contract: q without regard to case or accents, through the index', () => {
+  const find = async (users: UserStore, q: string) =>
+    (await users.search({ limit: 100, offset: 0, filters: { q }, counted: true })).data.map(
+      (user) => user.name,
+    )
+
+  test('finds a name or an email by any piece of it, folded the same way on every database', async () => {
+    await using env = await twoInstances()
+    const people = [
+      ['José Ñúñez', 'jose@example.com'],
+      ['ÉMILE Zola', 'emile@example.org'],
+      ['FIona Grün', 'fiona@example.net'],
+      ['Plain "Quoted" 100%', 'plain@example.com'],
+    ] as const
+    for (const [name, email] of people) {
+      await env.a.users.create({ name, email, passwordHash: null }, SYSTEM)
+    }
+    const expectations = async () => {
+      expect(await find(env.b.users, 'jose')).toEqual(['José Ñúñez'])
+      expect(await find(env.b.users, 'NUÑEZ')).toEqual(['José Ñúñez'])
+      expect(await find(env.b.users, 'émile zo')).toEqual(['ÉMILE Zola'])
+      expect(await find(env.b.users, 'fiona gru')).toEqual(['FIona Grün'])
+      // Two characters and one: no trigram to look up, the same answer by reading every key.
+      expect(await find(env.b.users, 'Ñu')).toEqual(['José Ñúñez'])
+      expect(await find(env.b.users, 'Ü')).toEqual([
+        'José Ñúñez',
+        'FIona Grün',
+        'Plain "Quoted" 100%',
+      ])
+      // Quotes, % and _ are text, not syntax.
+      expect(await find(env.b.users, '"quoted"')).toEqual(['Plain "Quoted" 100%'])
+      expect(await find(env.b.users, '0%')).toEqual(['Plain "Quoted" 100%'])
+      expect(await find(env.b.users, 'e_c')).toEqual([])
+      // The email is searched too, and no match spans the name and the email.
+      expect(await find(env.b.users, 'EXAMPLE.ORG')).toEqual(['ÉMILE Zola'])
+      expect(await find(env.b.users, 'zolaemile')).toEqual([])
+      expect(await find(env.b.users, 'zola emile')).toEqual([])
+    }
+    // Before SQLite's indexer has run (every user read directly) and after (through the index).
+    await expectations()
+    await env.a.catchUp()
+    await expectations()
+  })
+
+  test('follows renames, address changes and deletions at once', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create(
+      { name: 'Ada Lovelace', email: 'ada@example.com', passwordHash: null },
+      SYSTEM,
+    )
+    // Indexed first, so each change leaves a stale index entry behind it.
+    await env.a.catchUp()
+    await env.a.users.update(user.id, { name: 'Augusta King' }, ANY_VERSION, SYSTEM)
+    expect(await find(env.b.users, 'lovelace')).toEqual([])
+    expect(await find(env.b.users, 'augusta')).toEqual(['Augusta King'])
+    await env.a.users.update(user.id, { email: 'countess@example.com' }, ANY_VERSION, SYSTEM)
+    expect(await find(env.b.users, 'countess')).toEqual(['Augusta King'])
+    expect(await find(env.b.users, 'ada@')).toEqual([])
+    expect(await find(env.b.users, 'augusta')).toEqual(['Augusta King'])
+    await env.a.catchUp()
+    expect(await find(env.b.users, 'augusta')).toEqual(['Augusta King'])
+    expect(await find(env.b.users, 'lovelace')).toEqual([])
+    await env.a.users.remove(user.id, ANY_VERSION, SYSTEM)
+    expect(await find(env.b.users, 'augusta')).toEqual([])
+    await env.a.catchUp()
+    expect(await find(env.b.users, 'augusta')).toEqual([])
+    expect(
+      (await env.b.users.search({ limit: 5, offset: 0, filters: { q: 'king' }, counted: true }))
+        .total,
+    ).toBe(0)
+  })
+})
+
+describe('users store contract: the total is kept, not counted', () => {
+  const total = async (users: UserStore) => ({
+    count: await users.count(),
+    page: (await users.list({ limit: 1, offset: 0 })).total,
+    search: (await users.search({ limit: 1, offset: 0, filters: {}, counted: true })).total,
+  })
+
+  test('follows creates, deletes and imports (a rolled-back import counts nothing)', async () => {
+    await using env = await twoInstances()
+    const created = []
+    for (let i = 1; i <= 5; i++) {
+      created.push(
+        await env.a.users.create(
+          { name: `U${i}`, email: `u${i}@example.com`, passwordHash: null },
+          SYSTEM,
+        ),
+      )
+    }
+    expect(await total(env.b.users)).toEqual({ count: 5, page: 5, search: 5 })
+    await env.b.users.remove((created[0] as UserRecord).id, ANY_VERSION, SYSTEM)
+    expect(await total(env.a.users)).toEqual({ count: 4, page: 4, search: 4 })
+    const rows = Array.from({ length: 30 }, (_, i) => ({
+      name: `Imported ${i}`,
+      email: `imported${i}@example.com`,
+      passwordHash: null,
+    }))
+    const taken = [...rows, { name: 'Again', email: 'u2@example.com', passwordHash: null }]
+    expect(await env.a.users.insertMany(taken, { allOrNothing: true })).toEqual({
+      inserted: 0,
+      conflicts: [30],
+    })
+    expect(await total(env.b.users)).toEqual({ count: 4, page: 4, search: 4 })
+    expect(await env.a.users.insertMany(taken, { allOrNothing: false })).toEqual({
+      inserted: 30,
+      conflicts: [30],
+    })
+    expect(await total(env.b.users)).toEqual({ count: 34, page: 34, search: 34 })
+    expect(await find(env.b.users, 'imported 29')).toEqual(['Imported 29'])
+  })
+
+  test('is left out when the search asks for no count', async () => {
+    await using env = await twoInstances()
+    await env.a.users.create(
+      { name: 'Solo', email: 'solo@example.com', passwordHash: null },
+      SYSTEM,
+    )
+    const page = await env.b.users.search({ limit: 1, offset: 0, filters: {}, counted: false })
+    expect(page.total).toBeNull()
+    expect(page.data.map((user) => user.name)).toEqual(['Solo'])
+  })
+
+  const find = async (users: UserStore, q: string) =>
+    (await users.search({ limit: 100, offset: 0, filters: { q }, counted: true })).data.map(
+      (user) => user.name,
+    )
 })

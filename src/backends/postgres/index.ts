@@ -99,6 +99,7 @@ export async function openPostgresBackend(
       pendingFiles: createPgPendingFiles(pool),
       transaction,
       flush: () => {},
+      catchUp: () => Promise.resolve(),
       async checkDatabase() {
         await withinMs(pool`SELECT 1`, HEALTH_TIMEOUT_MS, 'PostgreSQL did not answer')
       },

@@ -2,6 +2,7 @@ import type { SQL } from 'bun'
 import { DatabaseOpenError } from '../../db/errors'
 import { type Migration, refuseNewerDatabase, sha256Hex } from '../../db/migrations'
 import { embeddedMigrations } from './migrations.gen'
+import { fillSearchKeys, SEARCH_KEY_MIGRATION } from './search-keys'
 
 /** pg_advisory_xact_lock's key for migrations: 'rost' as a 32-bit number. */
 const MIGRATION_LOCK = 0x726f7374
@@ -29,6 +30,8 @@ export async function runPgMigrations(
         for (const statement of migration.sql.split('--> statement-breakpoint')) {
           if (statement.trim() !== '') await tx.unsafe(statement)
         }
+        // What SQL cannot write, in the same transaction as the migration that needs it.
+        if (migration.tag === SEARCH_KEY_MIGRATION) await fillSearchKeys(tx)
         await tx`INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (${sha256Hex(migration.sql)}, ${migration.when})`
       }
       return { applied: pending.map((migration) => migration.tag) }

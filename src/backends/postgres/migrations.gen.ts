@@ -15,6 +15,8 @@ import m12 from '../../../drizzle-pg/0012_usernames.sql' with { type: 'text' }
 import m13 from '../../../drizzle-pg/0013_scim_profiles.sql' with { type: 'text' }
 import m14 from '../../../drizzle-pg/0014_partial_username_index.sql' with { type: 'text' }
 import m15 from '../../../drizzle-pg/0015_second_factors.sql' with { type: 'text' }
+import m16 from '../../../drizzle-pg/0016_search_key.sql' with { type: 'text' }
+import m17 from '../../../drizzle-pg/0017_user_count_and_search_index.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -33,4 +35,6 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0013_scim_profiles', when: 1795770319888, sql: m13 },
   { tag: '0014_partial_username_index', when: 1795774400491, sql: m14 },
   { tag: '0015_second_factors', when: 1795780114936, sql: m15 },
+  { tag: '0016_search_key', when: 1795791465885, sql: m16 },
+  { tag: '0017_user_count_and_search_index', when: 1795791467704, sql: m17 },
 ]

@@ -42,6 +42,11 @@ export const users = pgTable(
     username: text('username'),
     usernameKey: text('username_key'),
     active: boolean('active').notNull().default(true),
+    /**
+     * The folded name and email `q` searches (users/search-key.ts), indexed with pg_trgm
+     * (migration 0016).
+     */
+    searchKey: text('search_key').notNull().default(''),
   },
   (table) => [
     // The admins, found without reading every user (the last-admin rule counts them).

@@ -13,17 +13,19 @@ import {
   usernameKey,
 } from '../../users/records'
 import {
+  likePattern,
   runSearchAsync,
   type SearchFilters,
   type SearchStep,
   type StepAnswer,
   searchFilters,
 } from '../../users/search'
+import { searchKeyOf } from '../../users/search-key'
 import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
 import { neutralUnique } from './errors'
-import { countOf } from './page'
 import { lookupText } from './text'
 import { type Stored, withIsoTimestamps } from './timestamps'
+import { createUserCount, USER_COUNT_FROM, type UserCount } from './user-count'
 
 const EXPORT_BATCH = 1000
 /** pg_advisory_xact_lock's key for role changes: 'role' as a 32-bit number. */
@@ -51,6 +53,7 @@ function createPgUserWriteRows(
   now: Clock,
   /** Runs work in a transaction: `q.begin` on the pool, the work itself inside a unit. */
   inTransaction: <T>(work: (tx: SQL) => Promise<T>) => Promise<T>,
+  count: UserCount,
 ): UserWriteRows {
   async function lockGuarded(tx: SQL, id: number, guard: Parameters<typeof checkGuard>[1]) {
     const [current] = await tx<Stored<GuardedRow>[]>`
@@ -67,12 +70,14 @@ function createPgUserWriteRows(
       const [created] = await neutralUnique(
         q<Stored<UserRecord>[]>`
           INSERT INTO users (name, email, email_key, username, username_key, active, password_hash,
-            role, created_at, updated_at)
+            role, created_at, updated_at, search_key)
           VALUES (${input.name.trim()}, ${input.email}, ${emailKey(input.email)},
                   ${input.username ?? input.email}, ${usernameKey(input.username ?? input.email)},
-                  ${input.active ?? true}, ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at})
+                  ${input.active ?? true}, ${input.passwordHash}, ${input.role ?? 'member'}, ${at}, ${at},
+                  ${searchKeyOf(input.name, input.email)})
           RETURNING id, name, email, username, created_at, updated_at, role, NULL::text AS email_verified_at, version, active, '[]'::json AS groups`,
       )
+      count.written()
       return withIsoTimestamps(created as Stored<UserRecord>)
     },
 
@@ -81,6 +86,10 @@ function createPgUserWriteRows(
         const before = await lockGuarded(tx, id, guard)
         const email = changes.email ?? null
         const username = changes.username ?? null
+        const searchKey =
+          changes.name === undefined && changes.email === undefined
+            ? null
+            : searchKeyOf(changes.name ?? before.name, changes.email ?? before.email)
         const [updated] = await neutralUnique(
           tx<Stored<UserRecord>[]>`
             UPDATE users SET
@@ -92,6 +101,7 @@ function createPgUserWriteRows(
               password_hash = coalesce(${changes.passwordHash ?? null}::text, password_hash),
               role = coalesce(${changes.role ?? null}::text, role),
               active = coalesce(${changes.active ?? null}::boolean, active),
+              search_key = coalesce(${searchKey}::text, search_key),
               -- A new address is not verified yet (the email-change flow verifies it after).
               email_verified_at = CASE WHEN ${email === null ? null : emailKey(email)}::text <> email_key
                 THEN NULL ELSE email_verified_at END,
@@ -109,6 +119,7 @@ function createPgUserWriteRows(
       return inTransaction(async (tx) => {
         const removed = await lockGuarded(tx, id, guard)
         await tx`DELETE FROM users WHERE id = ${id}::int8`
+        count.written()
         return removed
       })
     },
@@ -190,9 +201,10 @@ export function createPgUserRows(
   /** The writes as a unit of work's transaction sees them. */
   inUnit(tx: SQL): UserWriteRows
 } {
+  const count = createUserCount(pool)
   return {
-    ...createPgUserWriteRows(pool, now, (work) => pool.begin(work)),
-    inUnit: (tx) => createPgUserWriteRows(tx, now, (work) => work(tx)),
+    ...createPgUserWriteRows(pool, now, (work) => pool.begin(work), count),
+    inUnit: (tx) => createPgUserWriteRows(tx, now, (work) => work(tx), count),
 
     async get(id) {
       const [row] = await pool<Stored<UserRecord>[]>`
@@ -204,15 +216,17 @@ export function createPgUserRows(
 
     async page(request: PageRequest) {
       // One statement, so the page and the total are one snapshot; the total's row is there
-      // even when the page is empty.
-      const rows = await pool<(Stored<User> & { total: string })[]>`
-        WITH counted AS (SELECT count(*) AS total FROM users)
-        SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
+      // even when the page is empty. The total is the kept count (user-count.ts).
+      const rows = await pool.unsafe<(Stored<User> & { total: string; deltas: number })[]>(
+        `SELECT page.*, counted.total, counted.deltas FROM ${USER_COUNT_FROM} counted LEFT JOIN LATERAL (
           SELECT id, name, email, coalesce(username, email) AS username, active, created_at, updated_at, role, to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
             coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
           FROM users
-          ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}
-        ) page ON true`
+          ORDER BY id LIMIT $1 OFFSET $2
+        ) page ON true`,
+        [request.limit, request.offset],
+      )
+      count.seen(rows[0]?.deltas ?? 0)
       const total = Number(rows[0]?.total ?? 0)
       const data = rows
         .filter((row) => row.id !== null)
@@ -248,11 +262,11 @@ export function createPgUserRows(
       // One snapshot for the count and the page.
       return pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => {
         const filters = searchFilters(request.filters)
-        return runSearchAsync(request, (step) => readStep(tx, filters, step))
+        return runSearchAsync(request, (step) => readStep(tx, filters, step, count))
       })
     },
 
-    count: () => countOf(pool`SELECT count(*)::int AS n FROM users`),
+    count: () => count.read(),
 
     async byEmailKey(key) {
       const [row] = await pool<SignInColumns[]>`
@@ -310,16 +324,16 @@ export function createPgUserRows(
           const conflicts: number[] = []
           let inserted = 0
           const at = now().toISOString()
-          for (const [index, row] of rows.entries()) {
-            const result = await tx`
-            INSERT INTO users (name, email, email_key, username, username_key, password_hash,
-              created_at, updated_at)
-            VALUES (${row.name.trim()}, ${row.email}, ${emailKey(row.email)}, ${row.email},
-                    ${usernameKey(row.email)}, ${row.passwordHash}, ${at}, ${at})
-            ON CONFLICT DO NOTHING`
-            if (result.count === 1) inserted++
-            else conflicts.push(index)
+          for (let start = 0; start < rows.length; start += INSERT_BATCH) {
+            const batch = rows.slice(start, start + INSERT_BATCH)
+            const added = await insertBatch(tx, batch, at)
+            batch.forEach((row, index) => {
+              // A key inserted once: the first row with it (rows go in in order) is that row.
+              if (added.delete(emailKey(row.email))) inserted++
+              else conflicts.push(start + index)
+            })
           }
+          count.written()
           if (options.allOrNothing && conflicts.length > 0) {
             // Rolls the batch back: begin() rolls back on a throw, and the caller gets the count.
             throw new RolledBack(conflicts)
@@ -334,23 +348,54 @@ export function createPgUserRows(
   }
 }
 
+/** Rows per INSERT of an import: one statement of arrays, not a round trip per row. */
+const INSERT_BATCH = 10_000
+
+/**
+ * Inserts the rows in order, skipping any a unique index refuses, in one statement; answers
+ * the email keys it inserted.
+ */
+async function insertBatch(tx: SQL, rows: readonly NewUser[], at: string): Promise<Set<string>> {
+  const column = <T>(pick: (row: NewUser) => T) => rows.map(pick)
+  const keys = column((row) => emailKey(row.email))
+  const added = await tx<{ email_key: string }[]>`
+    INSERT INTO users (name, email, email_key, username, username_key, password_hash,
+      created_at, updated_at, search_key)
+    SELECT name, email, email_key, email, email_key, password_hash, ${at}::timestamptz,
+      ${at}::timestamptz, search_key
+    FROM unnest(${column((row) => row.name.trim())}::text[],
+                ${column((row) => row.email)}::text[], ${keys}::text[],
+                ${column((row) => row.passwordHash)}::text[],
+                ${column((row) => searchKeyOf(row.name, row.email))}::text[])
+      WITH ORDINALITY AS given(name, email, email_key, password_hash, search_key, n)
+    ORDER BY n
+    ON CONFLICT DO NOTHING
+    RETURNING email_key`
+  return new Set(added.map((row) => row.email_key))
+}
+
 /** One read of the v2 list's plan (users/search.ts), inside the search's snapshot. */
-async function readStep(tx: SQL, filters: SearchFilters, step: SearchStep): Promise<StepAnswer> {
+async function readStep(
+  tx: SQL,
+  filters: SearchFilters,
+  step: SearchStep,
+  count: UserCount,
+): Promise<StepAnswer> {
   const conditions: string[] = []
   const params: (string | number)[] = []
   const bind = (value: string | number) => `$${params.push(value)}`
   if (filters.emailKey !== undefined)
     conditions.push(`email_key = ${bind(lookupText(filters.emailKey))}`)
   if (filters.q !== undefined) {
-    // SQLite's LIKE folds ASCII letters only; ILIKE in the database's collation.
-    const pattern = bind(lookupText(`%${filters.q.replace(/[\\%_]/g, '\\$&')}%`))
-    conditions.push(`(name ILIKE ${pattern} OR email ILIKE ${pattern})`)
+    // Both sides folded alike (search-key.ts); the trigram index serves three characters or more.
+    conditions.push(`search_key LIKE ${bind(lookupText(likePattern(filters.q)))}`)
   }
   const and = conditions.map((condition) => ` AND ${condition}`).join('')
   const users = async (text: string) =>
     (await tx.unsafe<Stored<User>[]>(text, params)).map(withIsoTimestamps<User>)
   switch (step.kind) {
     case 'count': {
+      if (conditions.length === 0) return await count.read(tx)
       const [row] = await tx.unsafe<{ n: number }[]>(
         `SELECT count(*)::int AS n FROM users WHERE true${and}`,
         params,

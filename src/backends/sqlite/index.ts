@@ -23,6 +23,7 @@ import { createSqliteMailOutbox } from './mail'
 import { runMigrations } from './migrate'
 import { createSqliteOutboundRows } from './outbound'
 import { createSqliteScimRows } from './scim'
+import { SearchIndexer } from './search-index'
 import { createSqliteCredentialRows } from './sessions'
 import { createSqliteUploadRecords } from './uploads'
 import { createSqliteUserRows } from './users'
@@ -40,6 +41,7 @@ export function openSqliteBackend(
     clock: () => number
     log: Logger
     onCommit: (writes: number) => void
+    serving?: boolean
   },
 ): Backend {
   const { now, clock, log } = options
@@ -55,10 +57,12 @@ export function openSqliteBackend(
   }
   const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
   let audit: SqliteAuditRows | undefined
+  let indexer: SearchIndexer | undefined
   const writes = new WriteQueue(db.$client, {
     onCommit: (count) => {
       options.onCommit(count)
       audit?.committed()
+      indexer?.wrote()
     },
     beforeCommit: databaseFile.check,
     onDeferredError: (error) => {
@@ -68,6 +72,8 @@ export function openSqliteBackend(
     },
   })
   const store: Store = { db, reader: openReader(dbPath), writes }
+  indexer = new SearchIndexer(store, clock)
+  if (options.serving === true) indexer.start()
   // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
   const ping = db.$client.query('SELECT count(*) FROM __drizzle_migrations')
   const idempotency = createSqliteIdempotencyStore(store, clock)
@@ -119,12 +125,14 @@ export function openSqliteBackend(
     pendingFiles: null,
     transaction,
     flush: () => writes.flush(),
+    catchUp: () => (indexer as SearchIndexer).catchUp(),
     checkDatabase() {
       ping.get()
       databaseFile.check()
     },
     connectionsInUse: () => null,
     async close() {
+      indexer?.stop()
       writes.flush()
       store.reader.close()
       db.$client.close()

@@ -2,6 +2,7 @@ import type { Database } from 'bun:sqlite'
 import { DatabaseOpenError } from '../../db/errors'
 import { type Migration, refuseNewerDatabase, sha256Hex } from '../../db/migrations'
 import { embeddedMigrations } from './migrations.gen'
+import { fillSearchKeys, SEARCH_KEY_MIGRATION } from './search-keys'
 
 interface AppliedRow {
   hash: string
@@ -43,6 +44,8 @@ export function runMigrations(
           for (const statement of migration.sql.split('--> statement-breakpoint')) {
             if (statement.trim() !== '') sqlite.run(statement)
           }
+          // What SQL cannot write, in the same transaction as the migration that needs it.
+          if (migration.tag === SEARCH_KEY_MIGRATION) fillSearchKeys(sqlite)
           record.run(sha256Hex(migration.sql), migration.when)
         }
         const violations = sqlite.query('PRAGMA foreign_key_check').all()

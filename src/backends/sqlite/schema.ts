@@ -31,6 +31,11 @@ export const users = sqliteTable(
     usernameKey: text('username_key'),
     /** False: the account may not sign in (SCIM's active; its sessions ended when it was set). */
     active: integer('active', { mode: 'boolean' }).notNull().default(true),
+    /**
+     * The folded name and email `q` searches (users/search-key.ts), indexed by the FTS5 table
+     * users_search, which triggers keep in step (migration 0016).
+     */
+    searchKey: text('search_key').notNull().default(''),
   },
   (table) => [
     // The admins, found without reading every user (the last-admin rule counts them).

@@ -1,5 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { type ExportedUser, emailKey, type NewUser } from '../../users/records'
+import { searchKeyOf } from '../../users/search-key'
 import type { UserRows } from '../../users/store'
 import type { Store } from './connection'
 import { isUniqueViolation } from './errors'
@@ -29,7 +30,7 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
   )
   const insertPlain = writer.query(
     `INSERT INTO users (name, email, email_key, username, username_key, password_hash, created_at,
-       updated_at) VALUES (?1, ?2, ?3, ?2, ?3, ?4, ?5, ?5)`,
+       updated_at, search_key) VALUES (?1, ?2, ?3, ?2, ?3, ?4, ?5, ?5, ?6)`,
   )
   // Alone (the CLI) this is BEGIN IMMEDIATE.
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
@@ -80,6 +81,7 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
                   emailKey(row.email),
                   row.passwordHash,
                   at,
+                  searchKeyOf(row.name, row.email),
                 )
                 inserted += 1
               } catch (error) {

@@ -16,12 +16,15 @@ import {
   type WriteGuard,
 } from '../../users/records'
 import {
+  INDEXED_QUERY_LENGTH,
+  likePattern,
   runSearch,
   type SearchFilters,
   type SearchStep,
   type StepAnswer,
   searchFilters,
 } from '../../users/search'
+import { searchKeyOf } from '../../users/search-key'
 import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
 import { neutralUnique } from './errors'
@@ -103,7 +106,7 @@ export function createSqliteUserRows(
   const page = sqlite.query<User, [number, number]>(
     `SELECT ${VIEW_COLUMNS} FROM users ORDER BY id LIMIT ? OFFSET ?`,
   )
-  const total = sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM users')
+  const total = sqlite.query<{ n: number }, []>(USER_COUNT)
   const SIGN_IN_COLUMNS = `id, email, password_hash, role, email_verified_at IS NOT NULL AS verified, active, ${SECOND_FACTOR}`
   const byEmailKey = sqlite.query<SignInColumns, [string]>(
     `SELECT ${SIGN_IN_COLUMNS} FROM users WHERE email_key = ?`,
@@ -159,6 +162,7 @@ export function createSqliteUserRows(
         active: sql.placeholder('active'),
         passwordHash: sql.placeholder('passwordHash'),
         role: sql.placeholder('role'),
+        searchKey: sql.placeholder('searchKey'),
         createdAt: sql.placeholder('at'),
         updatedAt: sql.placeholder('at'),
       })
@@ -177,6 +181,7 @@ export function createSqliteUserRows(
       .update(users)
       .set({
         ...(fields.name ? { name: sql`${sql.placeholder('name')}` } : {}),
+        ...(fields.name || fields.email ? { searchKey: sql`${sql.placeholder('searchKey')}` } : {}),
         ...(fields.email
           ? {
               email: sql`${sql.placeholder('email')}`,
@@ -246,6 +251,7 @@ export function createSqliteUserRows(
             active: input.active ?? true,
             passwordHash: input.passwordHash,
             role: input.role ?? 'member',
+            searchKey: searchKeyOf(input.name, input.email),
             at: now().toISOString(),
           }) as Omit<UserRecord, 'groups'>,
       )
@@ -272,6 +278,7 @@ export function createSqliteUserRows(
               passwordHash: changes.passwordHash,
               role: changes.role,
               active: changes.active,
+              searchKey: searchKeyOf(changes.name ?? before.name, changes.email ?? before.email),
               at: now().toISOString(),
             }) as Omit<UserRecord, 'groups'>,
         )
@@ -389,7 +396,10 @@ class SearchStatements {
     const { where, and, params } = filterSql(filters)
     switch (step.kind) {
       case 'count':
-        return this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where}`, params)[0]?.n ?? 0
+        // Unfiltered: the kept count; filtered: the matches, found through an index.
+        return where === ''
+          ? (this.all<{ n: number }>(USER_COUNT, {})[0]?.n ?? 0)
+          : (this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where}`, params)[0]?.n ?? 0)
       case 'fromOffset':
         return this.all<User>(
           `SELECT ${VIEW_COLUMNS} FROM users${where} ORDER BY id LIMIT $limit OFFSET $offset`,
@@ -423,6 +433,33 @@ class SearchStatements {
   }
 }
 
+/**
+ * The number of users without counting the table: those below the indexer's mark, kept with it,
+ * and the few above it (search-index.ts; migration 0017).
+ */
+const USER_COUNT = `SELECT users + (SELECT count(*) FROM users WHERE id > through) AS n
+  FROM users_indexed WHERE id = 1`
+
+/** `q` against a user's search key (both folded alike, search-key.ts). */
+const KEY_MATCHES = "search_key LIKE $pattern ESCAPE '\\'"
+
+/**
+ * `q` of three characters or more: a quoted phrase of the trigram index is a substring match.
+ * The index covers the users up to its mark, less those whose entry is stale; the users above
+ * the mark and the stale ones are matched directly (search-index.ts), so the answer is exact
+ * whatever the indexer has reached.
+ */
+const INDEXED_MATCH = `id IN (
+  SELECT rowid FROM users_search WHERE users_search MATCH $phrase
+    AND rowid NOT IN (SELECT id FROM users_search_stale)
+  UNION ALL
+  SELECT id FROM users
+  WHERE id > (SELECT through FROM users_indexed WHERE id = 1) AND ${KEY_MATCHES}
+  UNION ALL
+  SELECT u.id FROM users_search_stale s JOIN users u ON u.id = s.id
+  WHERE u.${KEY_MATCHES}
+)`
+
 function filterSql(filters: SearchFilters) {
   const conditions: string[] = []
   const params: Record<string, string> = {}
@@ -431,8 +468,14 @@ function filterSql(filters: SearchFilters) {
     params.emailKey = filters.emailKey
   }
   if (filters.q !== undefined) {
-    conditions.push("(name LIKE $pattern ESCAPE '\\' OR email LIKE $pattern ESCAPE '\\')")
-    params.pattern = `%${filters.q.replace(/[\\%_]/g, '\\$&')}%`
+    params.pattern = likePattern(filters.q)
+    if ([...filters.q].length >= INDEXED_QUERY_LENGTH) {
+      conditions.push(INDEXED_MATCH)
+      params.phrase = `"${filters.q.replaceAll('"', '""')}"`
+    } else {
+      // Shorter than a trigram: the index cannot narrow it, every key is read.
+      conditions.push(KEY_MATCHES)
+    }
   }
   const joined = conditions.join(' AND ')
   return joined === ''

@@ -8,6 +8,7 @@ import {
 import { MAX_EMAIL_LENGTH } from '../../users/fields'
 import { MAX_QUERY_LENGTH } from '../../users/search'
 import { UserPage, UserPageV2, UserView } from './schema'
+import { COUNT_CHOICES } from './v2-list'
 
 // The OpenAPI parts of the /users routes that are not their schemas.
 
@@ -54,7 +55,15 @@ export const V2_PARAMETERS: Parameters = [
     name: 'q',
     in: 'query',
     schema: { type: 'string', maxLength: MAX_QUERY_LENGTH },
-    description: 'substring of name or email',
+    description:
+      'substring of name or email, without regard to case or accents ("jose" finds "José"); from 3 characters through an index, shorter ones read every user',
+  },
+  {
+    name: 'count',
+    in: 'query',
+    schema: { type: 'string', enum: [...COUNT_CHOICES], default: 'exact' },
+    description:
+      'none: leave total, X-Total-Count and the last link out, for a client paging a large roster by cursor',
   },
 ]
 
@@ -80,7 +89,8 @@ export const WRITE_RESPONSES = {
 export const LIST_V1_DOCS = {
   tags,
   summary: 'List users',
-  description: 'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last.',
+  description:
+    'Ordered by id. Headers: X-Total-Count, and Link with first, prev, next and last. total is a count kept with every insert and delete, exact and not counted per request.',
   parameters: OFFSET_PAGE_PARAMETERS,
   responses: documented({ 200: UserPage, ...errorResponses('VALIDATION_ERROR') }),
 } satisfies DocumentDecoration

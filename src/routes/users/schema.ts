@@ -171,7 +171,13 @@ export const UserPageV2 = t.Object({
     offset: t.Union([Type.Integer({ minimum: 0 }), t.Null()], {
       description: 'null on a page chosen by cursor',
     }),
-    total: Type.Integer({ minimum: 0 }),
+    total: t.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'The matching records (all users when unfiltered: a count kept with every insert and delete, not counted per request; filtered: counted through the search index, at the cost of the matches). Absent with count=none.',
+      }),
+    ),
     next_cursor: t.Union([t.String(), t.Null()], {
       description:
         'Pass as `cursor` (with the same limit and filters) for the next page; null on the last page.',

@@ -31,15 +31,17 @@ export async function v2Page(
     email: query.string('email', { maxLength: MAX_EMAIL_LENGTH }),
     q: query.string('q', { maxLength: MAX_QUERY_LENGTH }),
   }
+  const count = query.oneOf('count', COUNT_CHOICES, 'exact')
   query.assertValid()
-  const result = await users.search({ ...page, cursor, filters })
+  const result = await users.search({ ...page, cursor, filters, counted: count === 'exact' })
   const nextCursor = result.next === null ? null : writeCursor(result.next)
-  set.headers['x-total-count'] = String(result.total)
+  if (result.total !== null) set.headers['x-total-count'] = String(result.total)
   set.headers.link = linkHeader({
     base: publicBaseUrl(request, publicUrl),
     path: listPath,
     limit: page.limit,
-    keep: filters,
+    // Every link asks for what this page asked: an uncounted list stays uncounted.
+    keep: { ...filters, count: count === 'none' ? 'none' : undefined },
     targets: v2Targets(page.limit, result, nextCursor),
   })
   return {
@@ -47,11 +49,14 @@ export async function v2Page(
     pagination: {
       limit: page.limit,
       offset: result.offset,
-      total: result.total,
+      ...(result.total === null ? {} : { total: result.total }),
       next_cursor: nextCursor,
     },
   }
 }
+
+/** `count=none` leaves the total out (CONTRACT section 2); `exact`, the default, counts. */
+export const COUNT_CHOICES = ['exact', 'none'] as const
 
 /** Links for a v2 page: offsets where the position is known, cursors where it is not. */
 function v2Targets(limit: number, result: SearchResult, nextCursor: string | null): LinkTargets {
@@ -60,6 +65,7 @@ function v2Targets(limit: number, result: SearchResult, nextCursor: string | nul
     first: { offset: 0 },
     prev: prev === null ? undefined : 'offset' in prev ? prev : { cursor: writeCursor(prev) },
     next: nextCursor === null ? undefined : { cursor: nextCursor },
-    last: { offset: lastOffset(result.total, limit) },
+    // Without a total there is no last page to point at.
+    last: result.total === null ? undefined : { offset: lastOffset(result.total, limit) },
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { searchKeyOf } from '../../../src/users/search-key'
 import { dbQuery, expectEnvelope, makeTestApp, type Reply, type TestApp } from '../../helpers/app'
 
 /** Inserts n users directly (the list is what is under test, not create). */
@@ -7,12 +8,13 @@ async function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
   for (let i = 1; i <= n; i++) {
     await dbQuery(
       t.deps,
-      'INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
+      'INSERT INTO users (name, email, email_key, created_at, updated_at, search_key) VALUES (?, ?, ?, ?, ?, ?)',
       name(i),
       `user${i}@example.com`,
       `user${i}@example.com`,
       at,
       at,
+      searchKeyOf(name(i), `user${i}@example.com`),
     )
   }
 }
@@ -245,6 +247,37 @@ describe('GET /v2/users', () => {
     expect(ids(await follow(t, prev))).toEqual([2, 20, 21, 22, 23])
   })
 
+  test('count=none leaves out total, X-Total-Count and the last link, and its links keep it', async () => {
+    await using t = await makeTestApp()
+    await seed(t, 7)
+    const first = await t.get('/v2/users?limit=3&count=none&q=user')
+    expect(first.status).toBe(200)
+    expect(ids(first)).toEqual([1, 2, 3])
+    expect(first.body.pagination).toEqual({ limit: 3, offset: 0, next_cursor: expect.any(String) })
+    expect(first.headers.get('x-total-count')).toBeNull()
+    const rels = links(first.headers.get('link'))
+    expect(Object.keys(rels).sort()).toEqual(['first', 'next'])
+    expect(rels.next).toContain('count=none')
+    const second = await follow(t, rels.next)
+    expect(ids(second)).toEqual([4, 5, 6])
+    expect(second.body.pagination.total).toBeUndefined()
+    expect(second.headers.get('x-total-count')).toBeNull()
+    // The default counts, and so does count=exact.
+    expect((await t.get('/v2/users?count=exact')).headers.get('x-total-count')).toBe('7')
+  })
+
+  test('the unfiltered total is the kept count: inserts and deletes by any path move it', async () => {
+    await using t = await makeTestApp()
+    await seed(t, 4)
+    await dbQuery(t.deps, 'DELETE FROM users WHERE id IN (1, 2)')
+    await t.post('/users', { name: 'New', email: 'new@example.com' })
+    for (const path of ['/users', '/v2/users']) {
+      const reply = await t.get(path)
+      expect(reply.body.pagination.total).toBe(3)
+      expect(reply.headers.get('x-total-count')).toBe('3')
+    }
+  })
+
   test('a cursor before every match is the first page: no prev link', async () => {
     await using t = await makeTestApp()
     await seed(t, 5)
@@ -266,6 +299,9 @@ describe('GET /v2/users', () => {
     [`q=${'x'.repeat(201)}`, 'q'],
     [`email=${'x'.repeat(255)}`, 'email'],
     ['q=a&q=b', 'q'],
+    ['count=None', 'count'],
+    ['count=planned', 'count'],
+    ['count=none&count=exact', 'count'],
   ])('?%s is a VALIDATION_ERROR for %s', async (query, field) => {
     await using t = await makeTestApp()
     const error = expectEnvelope(await t.get(`/v2/users?${query}`), 422, 'VALIDATION_ERROR')

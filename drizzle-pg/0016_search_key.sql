@@ -1,0 +1,1 @@
+ALTER TABLE "users" ADD COLUMN "search_key" text DEFAULT '' NOT NULL;

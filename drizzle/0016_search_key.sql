@@ -1,0 +1,1 @@
+ALTER TABLE `users` ADD `search_key` text DEFAULT '' NOT NULL;
