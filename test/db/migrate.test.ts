@@ -11,8 +11,11 @@ import { SYSTEM } from '../../src/audit/events'
 import { openDatabase } from '../../src/backends/sqlite/connection'
 import { runMigrations } from '../../src/backends/sqlite/migrate'
 import { embeddedMigrations } from '../../src/backends/sqlite/migrations.gen'
+import { testConfig } from '../../src/config'
 import { DatabaseOpenError } from '../../src/db/errors'
 import type { Migration } from '../../src/db/migrations'
+import { makeDeps } from '../../src/deps'
+import { memoryLogger } from '../../src/log'
 import { tempDir } from '../helpers/app'
 
 describe('runMigrations', () => {
@@ -114,6 +117,45 @@ describe('runMigrations', () => {
     for (const [dialect, set] of Object.entries(MIGRATION_SETS)) {
       const generated = readFileSync(join(import.meta.dir, '../..', set.module), 'utf8')
       expect(generated).toBe(renderMigrationsModule(dialect as Dialect))
+    }
+  })
+})
+
+describe('migration 0016-0017 on a database that already has users (issue 34)', () => {
+  test('fills every search key in its transaction, counts the users, and the index catches up', async () => {
+    using dir = tempDir()
+    const path = join(dir.path, 'roster.db')
+    const db = openDatabase(path, { sync: 'full' })
+    const before = embeddedMigrations.findIndex((m) => m.tag === '0016_search_key')
+    runMigrations(db.$client, embeddedMigrations.slice(0, before))
+    const insert = db.$client.query(
+      "INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?1, ?2, lower(?2), 'x', 'x')",
+    )
+    const users = 25_000
+    db.$client.transaction(() => {
+      for (let i = 1; i <= users; i++) insert.run(`Zoë ${i}`, `Z${i}@Example.COM`)
+    })()
+    expect(runMigrations(db.$client).applied).toEqual(
+      embeddedMigrations.slice(before).map((m) => m.tag),
+    )
+    const keys = db.$client
+      .query<{ search_key: string }, []>('SELECT search_key FROM users WHERE id IN (1, 25000)')
+      .all()
+      .map((row) => row.search_key)
+    expect(keys).toEqual(['zoe 1\nz1@example.com', 'zoe 25000\nz25000@example.com'])
+    db.$client.close()
+    // The users' total and q through the store, before and after the index caught up.
+    const deps = await makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
+    try {
+      const search = () =>
+        deps.users.search({ limit: 5, offset: 0, filters: { q: 'ZOE 2499' }, counted: true })
+      expect(await deps.users.count()).toBe(users)
+      expect((await search()).total).toBe(11)
+      await deps.catchUp()
+      expect((await search()).total).toBe(11)
+      expect((await deps.users.list({ limit: 1, offset: 0 })).total).toBe(users)
+    } finally {
+      await deps.close()
     }
   })
 })

@@ -36,6 +36,8 @@ describe('PostgreSQL migrations', () => {
         'settings',
         'totp_factors',
         'uploads',
+        'user_count',
+        'user_count_deltas',
         'user_profiles',
         'users',
         'webhook_deliveries',
@@ -98,6 +100,40 @@ describe('PostgreSQL migrations', () => {
         created_at: '2026-01-02T03:04:05.678Z',
         updated_at: '2026-11-24T00:00:00.001Z',
       })
+    } finally {
+      await sql.close()
+    }
+  })
+
+  test('users written before 0016 get their search keys in its transaction, and are counted (issue 34)', async () => {
+    await using database = await freshDatabase()
+    const sql = new SQL(database.url, { max: 1 })
+    try {
+      const before = embeddedMigrations.findIndex((m) => m.tag === '0016_search_key')
+      await runPgMigrations(sql, embeddedMigrations.slice(0, before))
+      // More than one batch of the fill (10,000).
+      await sql`INSERT INTO users (name, email, email_key, created_at, updated_at)
+        SELECT 'Zoë ' || i, 'Z' || i || '@Example.COM', 'z' || i || '@example.com', now(), now()
+        FROM generate_series(1, 25000) AS i`
+      expect((await runPgMigrations(sql)).applied).toEqual(
+        embeddedMigrations.slice(before).map((migration) => migration.tag),
+      )
+      const keys = await sql<{ search_key: string }[]>`
+        SELECT search_key FROM users WHERE id IN (1, 25000) ORDER BY id`
+      expect(keys.map((row) => row.search_key)).toEqual([
+        'zoe 1\nz1@example.com',
+        'zoe 25000\nz25000@example.com',
+      ])
+      const rows = createPgUserRows(sql, () => new Date())
+      expect(await rows.count()).toBe(25_000)
+      const found = await rows.search({
+        limit: 5,
+        offset: 0,
+        filters: { q: 'ZOE 2499' },
+        counted: true,
+      })
+      expect([...(await sql`SELECT id FROM users WHERE search_key = ''`)]).toEqual([])
+      expect(found.total).toBe(11)
     } finally {
       await sql.close()
     }

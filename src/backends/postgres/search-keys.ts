@@ -14,10 +14,11 @@ const BATCH = 10_000
  */
 export async function fillSearchKeys(tx: SQL): Promise<void> {
   let after = 0
+  // `users.id`, not `id`: ORDER BY id would sort by the text column of the same name.
   for (;;) {
     const rows = await tx<{ id: string; name: string; email: string }[]>`
-      SELECT id::text AS id, name, email FROM users WHERE id > ${after}::int8
-      ORDER BY id LIMIT ${BATCH}`
+      SELECT id::text AS id, name, email FROM users WHERE users.id > ${after}::int8
+      ORDER BY users.id LIMIT ${BATCH}`
     if (rows.length > 0) {
       const ids = rows.map((row) => row.id)
       const keys = rows.map((row) => searchKeyOf(row.name, row.email))

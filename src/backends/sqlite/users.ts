@@ -456,7 +456,8 @@ const INDEXED_MATCH = `id IN (
   SELECT id FROM users
   WHERE id > (SELECT through FROM users_indexed WHERE id = 1) AND ${KEY_MATCHES}
   UNION ALL
-  SELECT u.id FROM users_search_stale s JOIN users u ON u.id = s.id
+  -- CROSS JOIN keeps the few stale ids outside: SQLite, without statistics, chose to scan users.
+  SELECT u.id FROM users_search_stale s CROSS JOIN users u ON u.id = s.id
   WHERE u.${KEY_MATCHES}
 )`
 
