@@ -324,10 +324,6 @@ export function createPgUserRows(
           const conflicts: number[] = []
           let inserted = 0
           const at = now().toISOString()
-          // The trigram index takes new entries into its pending list and merges the list when
-          // it outgrows this: a list of 4 MB (the default) merged every few thousand users
-          // made the import 30 % slower. For this transaction only.
-          await tx`SET LOCAL gin_pending_list_limit = '256MB'`
           for (let start = 0; start < rows.length; start += INSERT_BATCH) {
             const batch = rows.slice(start, start + INSERT_BATCH)
             // Checked before the import, a batch nearly always goes in whole: a plain INSERT
