@@ -6,7 +6,7 @@ import { AppError } from '../errors/errors'
 /**
  * Who may call each operation: the one table (CONTRACT section 12). Each route takes its hook
  * options from here (`guardOf`), the OpenAPI document its `security` (with the scope), the
- * README its "Who may do what" table; test/routes/authorisation.test.ts walks every route of
+ * docs/sign-in.md its "Who may do what" table; test/routes/authorisation.test.ts walks every route of
  * the app and fails on one without a rule here, or with a rule it does not apply.
  */
 export interface Rule {
@@ -316,8 +316,8 @@ export function forbidden(scope: Scope | null, principal: Principal | null): App
 }
 
 /**
- * The README's "Who may do what" table, from the rules above (test/routes/authorisation.test.ts
- * checks the README holds exactly this). Public routes are named in one line after it.
+ * docs/sign-in.md's "Who may do what" table, from the rules above (test/routes/authorisation.test.ts
+ * checks the page holds exactly this). Public routes are named in one line after it.
  */
 export function accessTable(): string {
   const rows = (Object.entries(RULES) as [Operation, Rule][])

@@ -8,7 +8,7 @@ beforeAll(requireBinary)
 
 const SECRET = 'whsec_binary_test_secret'
 
-/** What the README's openssl line computes: hex HMAC-SHA256 of "t.body" under the whole secret. */
+/** What the openssl line of docs/webhooks.md computes: hex HMAC-SHA256 of "t.body" under the whole secret. */
 function stripeSignature(body: string, secret = SECRET): string {
   const t = Math.floor(Date.now() / 1000)
   return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`

@@ -29,7 +29,7 @@ const HOSTILE_FILENAME = '"><img src=z onerror=alert(2)>.txt'
 const HOSTILE_DESCRIPTION = '<svg onload=alert(3)>'
 const HOSTILE_TYPE = '<img src=y onerror=alert(4)>.happened'
 const ADMIN_PASSWORD = 'an admin passphrase'
-/** ROSTER_UPDATE_SCREENSHOTS=1 rewrites the README's screenshots from this run. */
+/** ROSTER_UPDATE_SCREENSHOTS=1 rewrites the screenshots in docs/images from this run. */
 const SCREENSHOTS = process.env.ROSTER_UPDATE_SCREENSHOTS === '1'
 const SCREENSHOT_DIR = join(import.meta.dir, '../../docs/images')
 

@@ -16559,7 +16559,7 @@ export interface operations {
                             last_used_at: string | null;
                             /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
                             parent_id: number | null;
-                            /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
                             scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                             /** @description When the key stops working (then it is refused like a revoked one); null: never. */
                             expires_at: string | null;
@@ -16778,7 +16778,7 @@ export interface operations {
                 "application/json": {
                     /** Format: user-name */
                     name: string;
-                    /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
+                    /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
                     scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                     /**
                      * Format: date-time
@@ -16804,7 +16804,7 @@ export interface operations {
                         /** Format: date-time */
                         created_at: string;
                         parent_id: number | null;
-                        /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                        /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
                         scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                         /** @description When the key stops working (then it is refused like a revoked one); null: never. */
                         expires_at: string | null;
@@ -35613,7 +35613,7 @@ export interface operations {
                             last_used_at: string | null;
                             /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
                             parent_id: number | null;
-                            /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
                             scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                             /** @description When the key stops working (then it is refused like a revoked one); null: never. */
                             expires_at: string | null;
@@ -35832,7 +35832,7 @@ export interface operations {
                 "application/json": {
                     /** Format: user-name */
                     name: string;
-                    /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
+                    /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
                     scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                     /**
                      * Format: date-time
@@ -35858,7 +35858,7 @@ export interface operations {
                         /** Format: date-time */
                         created_at: string;
                         parent_id: number | null;
-                        /** @description What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+                        /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
                         scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
                         /** @description When the key stops working (then it is refused like a revoked one); null: never. */
                         expires_at: string | null;

@@ -10,24 +10,25 @@ export const MISSING_HAPROXY = 'haproxy is not installed: apt-get install -y hap
 
 export const MISSING_NGINX = 'nginx is not installed: apt-get install -y nginx'
 
-const README = join(import.meta.dir, '../../README.md')
+const README = join(import.meta.dir, '../../docs/several-instances.md')
 
-/** README's fenced `lang` block: the balancer configuration users copy. */
+/** the docs' fenced `lang` block: the balancer configuration users copy. */
 export function readmeConfig(lang: 'haproxy' | 'nginx'): string {
   const match = new RegExp(`\`\`\`${lang}\n([\\s\\S]*?)\`\`\``).exec(readFileSync(README, 'utf8'))
-  if (match?.[1] === undefined) throw new Error(`README.md has no ${lang} block`)
+  if (match?.[1] === undefined) throw new Error(`docs/several-instances.md has no ${lang} block`)
   return match[1]
 }
 
 /**
- * README's example addresses moved onto loopback: its listening port 80 becomes `listen`, and
+ * the docs' example addresses moved onto loopback: its listening port 80 becomes `listen`, and
  * its server line (10.0.0.11:8080) is repeated once per port in `ports`.
  */
 function onLoopback(config: string, listen: number, ports: number[]): string {
   const lines = config.split('\n')
   const servers = lines.filter((line) => /\b10\.0\.0\.\d+:8080\b/.test(line))
   const template = servers[0]
-  if (template === undefined) throw new Error('the README configuration names no server')
+  if (template === undefined)
+    throw new Error('docs/several-instances.md: the configuration names no server')
   const local = ports.map((port, i) =>
     template
       .replace(/10\.0\.0\.\d+:8080/, `127.0.0.1:${port}`)
@@ -41,18 +42,18 @@ function onLoopback(config: string, listen: number, ports: number[]): string {
 }
 
 /**
- * README's haproxy configuration for instances on `ports`. `balance source` (README's) keeps
+ * the docs' haproxy configuration for instances on `ports`. `balance source` (the docs') keeps
  * each client IP on one instance; tests whose load comes from one address and must reach every
  * instance ask for `roundrobin` instead, the one line they change.
  */
 export function haproxyConfig(listen: number, ports: number[], balance: 'source' | 'roundrobin') {
   const config = onLoopback(readmeConfig('haproxy'), listen, ports)
-  if (!/^\s*balance source\b/m.test(config)) throw new Error('README haproxy: no balance source')
+  if (!/^\s*balance source\b/m.test(config)) throw new Error('docs haproxy: no balance source')
   return config.replace(/^(\s*balance) source\b/m, `$1 ${balance}`)
 }
 
 /**
- * README's nginx configuration for instances on `ports`, inside the main context a server
+ * the docs' nginx configuration for instances on `ports`, inside the main context a server
  * package's nginx.conf would give it (pid, logs and temp files in `dir`).
  */
 export function nginxConfig(listen: number, ports: number[], dir: string): string {
@@ -68,7 +69,7 @@ ${onLoopback(readmeConfig('nginx'), listen, ports)}
 `
 }
 
-/** Starts the balancer on `listen` with README's configuration (its config and log in `dir`). */
+/** Starts the balancer on `listen` with the docs' configuration (its config and log in `dir`). */
 export function startBalancer(
   kind: 'haproxy' | 'nginx',
   listen: number,
@@ -108,15 +109,15 @@ export interface Cluster extends AsyncDisposable {
 
 /**
  * Two (or `count`) roster binaries on one fresh PostgreSQL database and one bucket prefix,
- * behind haproxy (or nginx) on loopback, configured as README shows. Without the balancer: one
+ * behind haproxy (or nginx) on loopback, configured as docs/several-instances.md shows. Without the balancer: one
  * line saying what to install.
  */
 export async function startCluster(
   options: {
     count?: number
-    /** Which balancer, with README's configuration (default haproxy). */
+    /** Which balancer, with the docs' configuration (default haproxy). */
     balancer?: 'haproxy' | 'nginx'
-    /** haproxy only: README's `source`, or `roundrobin` (the default, to spread one client's load). */
+    /** haproxy only: the docs' `source`, or `roundrobin` (the default, to spread one client's load). */
     balance?: 'source' | 'roundrobin'
     flags?: string[]
     env?: Record<string, string>

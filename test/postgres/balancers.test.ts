@@ -3,7 +3,7 @@ import { startS3 } from '../../scripts/s3-server'
 import { type Cluster, startCluster, until } from '../helpers/cluster'
 import { queryOnce } from '../helpers/postgres'
 
-// README's haproxy and nginx configurations, read from README.md itself, in front of two
+// The haproxy and nginx configurations of docs/several-instances.md, read from the page itself, in front of two
 // binaries on one PostgreSQL database and one bucket: what each line promises, held.
 
 setDefaultTimeout(60_000)
@@ -19,7 +19,7 @@ async function pendingObjects(cluster: Cluster): Promise<number> {
 const MiB = 1024 * 1024
 
 for (const balancer of ['haproxy', 'nginx'] as const) {
-  describe(`README's ${balancer} configuration in front of two instances`, () => {
+  describe(`docs/several-instances.md's ${balancer} configuration in front of two instances`, () => {
     test('uploads stream through: an instance is receiving before the client has sent the rest; the file reads back whole and by range', async () => {
       await using cluster = await startCluster({ balancer, balance: 'source' })
       let sendRest = () => {}
@@ -122,7 +122,7 @@ for (const balancer of ['haproxy', 'nginx'] as const) {
         for (let i = 0; i < 10; i += 1) {
           statuses.push((await fetch(`${cluster.url}/users?limit=1`)).status)
         }
-        // Neither balancer re-sends a request (README): the first one sent to the dead instance
+        // Neither balancer re-sends a request (docs/several-instances.md): the first one sent to the dead instance
         // before it is marked down fails with 502 or 503, and only that one.
         expect([200, 502, 503]).toContain(statuses[0] as number)
         expect(statuses.slice(1)).toEqual(Array(9).fill(200))

@@ -136,7 +136,7 @@ async function writeOnceEach(base: string, ids: number[], workers: number) {
 
 describe('faults behind the balancer', () => {
   for (const balancer of ['haproxy', 'nginx'] as const) {
-    test(`README's ${balancer} configuration never sends a write twice: instances SIGKILLed under DELETEs and If-Match PATCHes`, async () => {
+    test(`docs/several-instances.md's ${balancer} configuration never sends a write twice: instances SIGKILLed under DELETEs and If-Match PATCHes`, async () => {
       await using cluster = await startCluster({ balancer, balance: 'roundrobin' })
       const count = 1200
       const ids = await Promise.all(
@@ -165,7 +165,7 @@ describe('faults behind the balancer', () => {
       )
       expect(sentTwice).toEqual([])
       // What a client sees instead when an instance dies under its request: a 502 or 503, or
-      // (0) the connection closed without an answer; it may retry (see README).
+      // (0) the connection closed without an answer; it may retry (see docs/several-instances.md).
       const statuses = new Set(answers.map((answer) => answer.status))
       for (const status of statuses) expect([0, 200, 502, 503]).toContain(status)
       // The load reached the instances (without retries, a kill costs the requests at it).

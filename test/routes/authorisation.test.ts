@@ -337,9 +337,9 @@ describe('deactivating a user over HTTP', () => {
   })
 })
 
-describe('the README’s "Who may do what"', () => {
+describe('docs/sign-in.md’s "Who may do what"', () => {
   test('is the table the routes are built from', async () => {
-    const readme = await Bun.file(new URL('../../README.md', import.meta.url)).text()
+    const readme = await Bun.file(new URL('../../docs/sign-in.md', import.meta.url)).text()
     const copy = /<!-- access-table:start -->\n([\s\S]*?)\n<!-- access-table:end -->/.exec(readme)
     expect(copy?.[1]).toBe(accessTable())
   })

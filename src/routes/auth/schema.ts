@@ -23,7 +23,7 @@ const Scopes = t.Array(Grant, {
   uniqueItems: true,
   error: `must be a non-empty list of distinct scopes: ${SCOPES.join(', ')} or *`,
   description:
-    'What the key may do (see "Who may do what" in the README). `users:write` includes `users:read`, and likewise for uploads and webhooks.',
+    'What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks.',
 })
 
 const ExpiresAt = t.Union([t.String({ format: 'date-time' }), t.Null()], {
