@@ -31,7 +31,7 @@ export function jsonBody(
   return [parseJsonBody, 'application/json' as const]
 
   async function parseJsonBody({ request, contentType }: ParseContext): Promise<object> {
-    const type = contentType.trim().toLowerCase()
+    const type = mediaTypeOf(request, contentType)
     // A route whose body may be left out: no type and no bytes is an empty object.
     if (
       options.optional === true &&
@@ -57,6 +57,16 @@ export function jsonBody(
     }
     return value
   }
+}
+
+/**
+ * The request's media type, lower-cased, without parameters. Elysia hands a parser an empty
+ * `contentType` when the request has no body at all, so an empty body sent with the right type
+ * would read as "no type" (415) where the contract says "empty body" (400): read the header then.
+ */
+export function mediaTypeOf(request: Request, contentType: string): string {
+  const given = contentType === '' ? (request.headers.get('content-type') ?? '') : contentType
+  return (given.split(';', 1)[0] ?? '').trim().toLowerCase()
 }
 
 /**

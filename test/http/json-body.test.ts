@@ -48,6 +48,32 @@ describe('JSON bodies are what they claim', () => {
     expect((await t.get(`/users/${created.body.id}`)).body.name).toBe('Ada')
   })
 
+  test('an empty body with the right type is a 400 saying it is empty, with or without a Content-Length', async () => {
+    await using t = await makeTestApp()
+    const created = await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
+    const cases: [string, string, string][] = [
+      ['POST', '/users', 'application/json'],
+      ['PATCH', `/users/${created.body.id}`, 'application/merge-patch+json'],
+      ['POST', '/login', 'application/json'],
+      ['POST', '/login', 'application/x-www-form-urlencoded'],
+    ]
+    for (const [method, path, type] of cases) {
+      for (const body of [undefined, '', '  \n']) {
+        const reply = await t.call(method, path, { body, headers: { 'content-type': type } })
+        expect({ path, type, body, status: reply.status }).toEqual({
+          path,
+          type,
+          body,
+          status: 400,
+        })
+        expect(expectEnvelope(reply, 400, 'BAD_REQUEST').message).toContain('empty')
+      }
+    }
+    // Without a type it stays a 415: the type is what is missing.
+    expectEnvelope(await t.call('POST', '/users'), 415, 'UNSUPPORTED_MEDIA_TYPE')
+    expect((await t.get('/users')).body.pagination.total).toBe(1)
+  })
+
   test('a charset other than UTF-8 is a 415; utf-8 in any spelling is fine', async () => {
     await using t = await makeTestApp()
     const body = JSON.stringify({ name: 'Zoë', email: 'zoe@example.com' })

@@ -1,6 +1,6 @@
 import { fieldDetail } from '../../errors/details'
 import { badRequest, unsupportedMediaType, validationFailed } from '../../errors/errors'
-import { parseJsonObject, readText, requireUtf8Charset } from '../../http/json-body'
+import { mediaTypeOf, parseJsonObject, readText, requireUtf8Charset } from '../../http/json-body'
 
 /** Sign-in bodies are small; anything bigger is refused before it is read. */
 const MAX_LOGIN_BYTES = 16 * 1024
@@ -31,12 +31,13 @@ export function loginBody() {
     request: Request
     contentType: string
   }): Promise<Record<string, unknown>> {
-    const type = contentType.trim().toLowerCase()
+    const type = mediaTypeOf(request, contentType)
     if (type !== FORM && type !== JSON_TYPE && type !== MULTIPART) {
       throw unsupportedMediaType(`Send the credentials as ${FORM}, ${JSON_TYPE} or ${MULTIPART}`)
     }
     if (type === JSON_TYPE) requireUtf8Charset(request.headers.get('content-type'))
     const text = await readText(request, MAX_LOGIN_BYTES)
+    if (text.trim() === '') throw badRequest('The request body is empty; send the credentials')
     if (type === JSON_TYPE) return parseJsonObject(text)
     if (type === FORM) return flatten(new URLSearchParams(text))
     return flatten(await parseMultipart(text, request.headers.get('content-type') ?? ''))
