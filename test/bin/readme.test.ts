@@ -93,7 +93,7 @@ describe('the README', () => {
   test('is a front door: under 400 lines, with the first five minutes in its first 120', () => {
     const lines = readme.split('\n')
     expect(lines.length).toBeLessThan(400)
-    const firstFive = lines.findIndex((line) => line === '## Your first five minutes')
+    const firstFive = lines.indexOf('## Your first five minutes')
     const blockEnd = lines.findIndex((line, i) => i > firstFive + 2 && line === '```')
     expect(firstFive).toBeGreaterThan(0)
     expect(blockEnd).toBeLessThan(120)

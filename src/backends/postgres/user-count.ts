@@ -33,7 +33,8 @@ export function createUserCount(pool: SQL): UserCount {
   const fold = () => {
     if (timer !== null) clearTimeout(timer)
     timer = null
-    folding ??= pool`
+    if (folding !== null) return
+    folding = pool`
       WITH moved AS (DELETE FROM user_count_deltas RETURNING delta)
       UPDATE user_count SET n = n + (SELECT sum(delta) FROM moved)
       WHERE id = 1 AND EXISTS (SELECT 1 FROM moved)`
@@ -46,12 +47,15 @@ export function createUserCount(pool: SQL): UserCount {
         folding = null
       })
   }
+  const seen = (deltas: number) => {
+    if (deltas >= FOLD_AFTER_DELTAS) fold()
+  }
   return {
     async read(on = pool) {
       const [row] = await on.unsafe<{ total: string; deltas: number }[]>(
         `SELECT total, deltas FROM ${USER_COUNT_FROM} counted`,
       )
-      if ((row?.deltas ?? 0) >= FOLD_AFTER_DELTAS) fold()
+      seen(row?.deltas ?? 0)
       return Number(row?.total ?? 0)
     },
     written() {
@@ -59,8 +63,6 @@ export function createUserCount(pool: SQL): UserCount {
       timer = setTimeout(fold, FOLD_DELAY_MS)
       timer.unref()
     },
-    seen(deltas) {
-      if (deltas >= FOLD_AFTER_DELTAS) fold()
-    },
+    seen,
   }
 }
