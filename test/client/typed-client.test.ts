@@ -8,7 +8,10 @@ import createClient, { type Middleware } from 'openapi-fetch'
 import { tempDir } from '../helpers/app'
 import { type RunningBinary, requireBinary, startBinary } from '../helpers/binary'
 import { DocumentChecker, type OpenApiDoc } from '../helpers/openapi'
-import type { paths } from './roster-api.gen'
+import type { components, paths } from './roster-api.gen'
+
+/** The document's named schemas are types a client imports. */
+type User = components['schemas']['User']
 
 setDefaultTimeout(30_000)
 
@@ -58,7 +61,7 @@ describe('a client generated from the OpenAPI document, against the binary', () 
       params: { header: { 'Idempotency-Key': 'create-ada' } },
     })
     expect(created.response.status).toBe(201)
-    const ada = created.data
+    const ada: User | undefined = created.data
     if (ada === undefined) throw new Error('no body')
     expect(ada.email).toBe('ada@example.com')
     const retried = await client.POST('/users', {

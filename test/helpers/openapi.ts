@@ -47,7 +47,7 @@ export class DocumentChecker {
       .find(([status]) => status === '500')?.[1].content?.['application/json']?.schema
     if (anyError === undefined)
       throw new Error('the document has no 500 answer to learn the envelope from')
-    this.envelope = this.ajv.compile(anyError)
+    this.envelope = this.compile(anyError)
   }
 
   /**
@@ -65,6 +65,11 @@ export class DocumentChecker {
       ({ template }) => verb !== undefined && this.doc.paths[template]?.[verb] !== undefined,
     )
     return (withMethod ?? matching[0])?.template ?? null
+  }
+
+  /** A schema of the document, its `$ref`s to components/schemas resolved. */
+  private compile(schema: object): ValidateFunction {
+    return this.ajv.compile({ ...schema, components: this.doc.components })
   }
 
   /** A problem with this answer, or null when the document describes it. */
@@ -110,7 +115,7 @@ export class DocumentChecker {
     const key = `${verb} ${template} ${answer.status}`
     let validate = this.validators.get(key)
     if (validate === undefined) {
-      validate = this.ajv.compile(schema)
+      validate = this.compile(schema)
       this.validators.set(key, validate)
     }
     return validate(answer.body) ? null : `${where}: ${this.ajv.errorsText(validate.errors)}`

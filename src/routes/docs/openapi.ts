@@ -1,8 +1,17 @@
 import type { AnyElysia } from 'elysia'
 import { SCOPE_LIST } from '../../auth/access'
 import { ERROR_CODES, type ErrorCode } from '../../errors/errors'
-import { ErrorEnvelope, HEADER_PARAMETERS } from '../../http/openapi-schemas'
+import { HEADER_PARAMETERS } from '../../http/openapi-schemas'
 import { SESSION_COOKIE } from '../auth/cookies'
+import { nameSchemas } from './named-schemas'
+import {
+  documentDownload,
+  documentResponseHeaders,
+  HEADERS,
+  headOf,
+  markReadOnly,
+  optionsOf,
+} from './openapi-http'
 
 type Json = Record<string, unknown>
 
@@ -24,7 +33,13 @@ const INFO_DESCRIPTION = [
 
 function documentation(version: string) {
   return {
-    info: { title: 'roster', version, description: INFO_DESCRIPTION },
+    info: {
+      title: 'roster',
+      version,
+      description: INFO_DESCRIPTION,
+      license: { name: 'MIT', identifier: 'MIT' },
+      contact: { name: 'the roster maintainers (see the README of your copy)' },
+    },
     servers: [
       {
         url: 'http://127.0.0.1:8080',
@@ -133,7 +148,8 @@ const UNLIMITED_PATHS = new Set(
     .concat('/metrics'),
 )
 const UNSAFE = new Set(['post', 'put', 'patch', 'delete'])
-const errorEnvelope = JSON.parse(JSON.stringify(ErrorEnvelope)) as Json
+/** The error envelope, named once in components/schemas (see named-schemas.ts). */
+const errorEnvelope: Json = { $ref: '#/components/schemas/Error' }
 
 /**
  * The error answers an operation can give through roster's shared machinery, whatever the
@@ -173,6 +189,12 @@ export function publish(source: Json): Json {
   const document = JSON.parse(JSON.stringify(source)) as Json
   stripErrorOption(document.paths)
   stripErrorOption(document.components)
+  nameSchemas(document, cleanSchema)
+  const components = document.components as Json & { schemas: Json }
+  components.headers = HEADERS
+  for (const [name, schema] of Object.entries(components.schemas)) {
+    if (!/(?:Create|Replace|Patch)$/.test(name)) markReadOnly(schema)
+  }
   const paths = document.paths as Record<string, Record<string, Json>>
   for (const [path, item] of Object.entries(paths)) {
     for (const method of METHODS) {
@@ -192,12 +214,46 @@ export function publish(source: Json): Json {
       operation.responses ??= {}
       if (path.startsWith('/scim/v2')) {
         documentScimErrors(operation.responses as Responses)
-        continue
+      } else {
+        documentSharedErrors(
+          operation.responses as Responses,
+          sharedErrors(method, path, operation),
+        )
       }
-      documentSharedErrors(operation.responses as Responses, sharedErrors(method, path, operation))
+      markReadOnly(operation.responses)
+      const limited = !UNLIMITED_PATHS.has(path)
+      documentResponseHeaders(path, method, operation as never, limited, components.schemas)
     }
+    addHeadAndOptions(path, item)
   }
   return document
+}
+
+/** HEAD beside each GET (not SCIM's: RFC 7644 has none), OPTIONS on every path. */
+function addHeadAndOptions(path: string, item: Record<string, Json>): void {
+  const get = item.get as (Json & { responses: Record<string, Json> }) | undefined
+  if (get !== undefined && /^(?:\/v2)?\/files\/\{id\}$/.test(path)) documentDownload(get)
+  if (get !== undefined && !path.startsWith('/scim/v2')) item.head ??= headOf(get)
+  const tags = (get ?? Object.values(item)[0])?.tags
+  if (item.options !== undefined) return
+  const options = optionsOf(path, item as never, tags)
+  // Refused before routing like any request: a foreign Host while /users is open, a fault.
+  if (path.startsWith('/scim/v2')) documentScimErrors(options.responses as Responses)
+  else documentSharedErrors(options.responses as Responses, OPTIONS_ERRORS)
+  item.options = options
+}
+
+const OPTIONS_ERRORS: readonly ErrorCode[] = [
+  'MISDIRECTED_REQUEST',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+]
+
+/** A route's TypeBox schema as the document spells it. */
+function cleanSchema(schema: unknown): Json {
+  const copy = JSON.parse(JSON.stringify(schema)) as Json
+  stripErrorOption(copy)
+  return copy
 }
 
 type Responses = Record<string, { description: string }>

@@ -8,6 +8,7 @@ interface OpenApiDoc {
     string,
     Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
   >
+  components?: Record<string, unknown>
 }
 
 describe('/swagger', () => {
@@ -176,7 +177,8 @@ async function conforms(t: TestApp, doc: OpenApiDoc, path: string, method: strin
   const ajv = new Ajv({ strict: false, allErrors: true })
   addFormats(ajv)
   ajv.addFormat('user-name', true)
-  const validate = ajv.compile(schema as object)
+  // The document's own components, so that `$ref: #/components/schemas/User` resolves.
+  const validate = ajv.compile({ ...(schema as object), components: doc.components })
   const ok = validate(reply.body)
   expect({ path, method, status: reply.status, errors: ok ? null : validate.errors }).toEqual({
     path,
@@ -412,5 +414,160 @@ describe('the numbers the document states are the numbers the service keeps', ()
         field: 'limit',
       })
     }
+  })
+})
+
+describe('the OpenAPI document gives generated clients what they need', () => {
+  // biome-ignore lint/suspicious/noExplicitAny: a parsed document, walked freely
+  const documentOf = async (t: TestApp): Promise<any> => (await t.get('/openapi.json')).body
+
+  test('named schemas: User, UserPage, Error, Upload … in components, and the operations refer to them', async () => {
+    await using t = await makeTestApp()
+    const doc = await documentOf(t)
+    const schemas = Object.keys(doc.components.schemas)
+    for (const name of [
+      'User',
+      'UserPage',
+      'UserCursorPage',
+      'Error',
+      'Upload',
+      'Group',
+      'ApiKey',
+    ]) {
+      expect(schemas).toContain(name)
+    }
+    const json = (response: { content: Record<string, { schema: object }> }) =>
+      response.content['application/json']?.schema
+    expect(json(doc.paths['/users/{id}'].get.responses['200'])).toEqual({
+      $ref: '#/components/schemas/User',
+    })
+    expect(json(doc.paths['/users'].get.responses['200'])).toEqual({
+      $ref: '#/components/schemas/UserPage',
+    })
+    expect(json(doc.paths['/v2/users'].get.responses['200'])).toEqual({
+      $ref: '#/components/schemas/UserCursorPage',
+    })
+    expect(doc.paths['/users'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/UserCreate',
+    })
+    expect(doc.components.schemas.UserPage.properties.data.items).toEqual({
+      $ref: '#/components/schemas/User',
+    })
+    // Every error answer outside SCIM is the one envelope, named once.
+    for (const [path, item] of Object.entries(doc.paths)) {
+      // SCIM's errors have SCIM's form; /health's 503 is its report, naming the failing check.
+      if (path.startsWith('/scim/v2') || path.includes('/health')) continue
+      for (const [method, operation] of Object.entries(
+        item as Record<string, { responses: object }>,
+      )) {
+        if (method === 'head') continue // a HEAD answer has no body
+        for (const [status, response] of Object.entries(operation.responses)) {
+          // 416 has no body (RFC 9110: Content-Range says why).
+          if (Number(status) < 400 || status === '416') continue
+          expect({ path, status, schema: json(response) }).toMatchObject({
+            path,
+            status,
+            schema: { $ref: '#/components/schemas/Error' },
+          })
+        }
+      }
+    }
+  })
+
+  test('every $ref resolves, and no shape is spelled out twice where a name exists', async () => {
+    await using t = await makeTestApp()
+    const doc = await documentOf(t)
+    const text = JSON.stringify(doc)
+    for (const [, kind, name] of text.matchAll(/"#\/components\/(schemas|headers)\/([^"]+)"/g)) {
+      expect({
+        ref: `${kind}/${name}`,
+        found: doc.components[kind as string][name as string] !== undefined,
+      }).toEqual({
+        ref: `${kind}/${name}`,
+        found: true,
+      })
+    }
+    // The error envelope is described in components only, not again in each response (the
+    // health report aside, which holds its own).
+    const paths = Object.entries(doc.paths).filter(([path]) => !path.includes('/health'))
+    expect(JSON.stringify(paths)).not.toContain('The rejected input as text')
+    expect(JSON.stringify(doc.components.schemas.Error)).toContain('The rejected input as text')
+  })
+
+  test('id, created_at and updated_at are readOnly in what the server answers', async () => {
+    await using t = await makeTestApp()
+    const { schemas } = (await documentOf(t)).components
+    for (const name of ['User', 'Group', 'Upload', 'ApiKey', 'WebhookEndpoint']) {
+      const properties = schemas[name].properties
+      for (const field of ['id', 'created_at', 'updated_at']) {
+        if (properties[field] !== undefined) expect(properties[field].readOnly).toBe(true)
+      }
+    }
+    expect(schemas.User.properties.id.readOnly).toBe(true)
+    expect(schemas.UserCreate.properties.name.readOnly).toBeUndefined()
+  })
+
+  test('response headers are documented, and the real answers carry them', async () => {
+    await using t = await makeTestApp()
+    const doc = await documentOf(t)
+    const headersOf = (path: string, method: string, status: string) =>
+      Object.keys(doc.paths[path][method].responses[status].headers ?? {})
+    expect(headersOf('/users', 'post', '201')).toContain('Location')
+    expect(headersOf('/users/{id}', 'get', '200')).toContain('ETag')
+    expect(headersOf('/users/{id}', 'patch', '200')).toContain('ETag')
+    expect(headersOf('/users', 'get', '200')).toEqual(
+      expect.arrayContaining(['Link', 'X-Total-Count']),
+    )
+    expect(headersOf('/users', 'get', '429')).toEqual(
+      expect.arrayContaining(['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining']),
+    )
+    expect(headersOf('/health', 'get', '200')).not.toContain('RateLimit-Limit')
+    const created = await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
+    expect(created.headers.get('location')).toBe(`/users/${created.body.id}`)
+    expect((await t.get(`/users/${created.body.id}`)).headers.get('etag')).toBe(
+      `"${created.body.id}.1"`,
+    )
+    const page = await t.get('/users')
+    expect(page.headers.get('x-total-count')).toBe('1')
+    expect(page.headers.get('link')).toContain('rel="first"')
+  })
+
+  test('HEAD beside every GET (SCIM aside) and OPTIONS on every path, answered as documented', async () => {
+    await using t = await makeTestApp()
+    const doc = await documentOf(t)
+    const created = await t.post('/users', { name: 'Ada', email: 'ada@example.com' })
+    for (const [path, item] of Object.entries(doc.paths) as [string, Record<string, unknown>][]) {
+      const methods = Object.keys(item)
+      expect({ path, options: methods.includes('options') }).toEqual({ path, options: true })
+      if (methods.includes('get') && !path.startsWith('/scim/v2')) {
+        expect({ path, head: methods.includes('head') }).toEqual({ path, head: true })
+      }
+      const concrete = path.replace(/\{[^}]+\}/g, String(created.body.id))
+      const answer = await t.call('OPTIONS', concrete)
+      expect({ path, status: answer.status }).toEqual({ path, status: 204 })
+      const allowed = (answer.headers.get('allow') ?? '').split(/,\s*/)
+      for (const method of methods) {
+        expect({ path, method, allowed: allowed.includes(method.toUpperCase()) }).toEqual({
+          path,
+          method,
+          allowed: true,
+        })
+      }
+    }
+    for (const path of ['/users', `/users/${created.body.id}`, '/v2/users', '/health']) {
+      const [get, head] = [await t.get(path), await t.call('HEAD', path)]
+      expect({ path, status: head.status, body: head.text }).toEqual({
+        path,
+        status: get.status,
+        body: '',
+      })
+    }
+  })
+
+  test('a license and a contact', async () => {
+    await using t = await makeTestApp()
+    const { info } = await documentOf(t)
+    expect(info.license).toEqual({ name: 'MIT', identifier: 'MIT' })
+    expect(typeof info.contact.name).toBe('string')
   })
 })
