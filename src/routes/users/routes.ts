@@ -327,10 +327,11 @@ export function usersRoutes(
           tags,
           summary: 'Delete a user',
           ...headerParameters(IF_MATCH),
-          description: 'If-Match that does not match is 412.',
+          description:
+            'If-Match that does not match is 412. The last active admin cannot be deleted (409 CONFLICT).',
           responses: documented({
             200: DeletedUser,
-            ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED'),
+            ...errorResponses('NOT_FOUND', 'PRECONDITION_FAILED', 'CONFLICT'),
           }),
         },
       },
