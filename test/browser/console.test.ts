@@ -229,7 +229,7 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     ).toHaveLength(1)
   })
 
-  test('users: search with v2 q and email, and cursor pages', async () => {
+  test('users: search with v2 q and email, and pages', async () => {
     await typeInto(page, 'Name or email contains', 'lovelace')
     await page.keyboard.press('Enter')
     await waitForText(page.locator('caption'), '1 user found')
@@ -389,7 +389,7 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     await activate(page, 'Delete upload')
     await waitForText(page.getByRole('status'), `Upload ${id} deleted.`)
     expect((await api(`/uploads/${id}`)).status).toBe(404)
-    await waitForText(page.locator('.pager'), 'None')
+    await waitForText(page.locator('main'), 'No uploads yet.')
   })
 
   test('webhook deliveries: filter by status, retry a failed event, hostile types are text', async () => {

@@ -68,6 +68,13 @@ export interface AxeViolation {
  * axe goes in through the DevTools protocol, as a bookmarklet would: the page's CSP is left on.
  */
 export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
+  return (await axeViolations(page)).filter(
+    (v) => v.impact === 'serious' || v.impact === 'critical',
+  )
+}
+
+/** Every axe-core violation on the page, whatever its impact. */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(AXE_SOURCE)
   const violations = (await page.evaluate(async () => {
     const axe = (
@@ -83,7 +90,7 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
       nodes: v.nodes.map((n) => ({ target: n.target })),
     }))
   })) as AxeViolation[]
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  return violations
 }
 
 /** The accessible name of the focused element, as the keyboard helpers match it. */

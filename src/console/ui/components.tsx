@@ -49,11 +49,25 @@ export function ErrorNote({ error }: { error: unknown }) {
   )
 }
 
-/** A polite status line for what just happened ("User created"). */
+/** How long a notice stays: long enough to read twice, short enough not to go stale. */
+export const NOTICE_MS = 8000
+
+/**
+ * A polite status line for what just happened ("User created"). It clears itself after
+ * NOTICE_MS, so it never describes something older than what the page now shows; the same text
+ * again (a second deletion) shows again.
+ */
 export function Notice({ text }: { text: string | null }) {
+  const [shown, setShown] = useState(text)
+  useEffect(() => {
+    setShown(text)
+    if (text === null) return
+    const timer = setTimeout(() => setShown(null), NOTICE_MS)
+    return () => clearTimeout(timer)
+  }, [text])
   return (
     <p class="notice" role="status" aria-live="polite">
-      {text ?? ''}
+      {shown ?? ''}
     </p>
   )
 }
@@ -62,9 +76,15 @@ export function Notice({ text }: { text: string | null }) {
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null)
   useEffect(() => {
+    // The control that opened the dialog gets the focus back when it goes, as a keyboard user
+    // expects (the dialog is removed, not closed, so the browser would not do it).
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
     const dialog = ref.current
     if (dialog !== null && !dialog.open) dialog.showModal()
-    return () => dialog?.close()
+    return () => {
+      dialog?.close()
+      if (opener?.isConnected) opener.focus()
+    }
   }, [])
   return (
     <dialog
@@ -123,12 +143,29 @@ export interface OffsetPage {
   total: number
 }
 
-/** Previous/next for an offset-paginated list, and where we are in it. */
-export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => void }) {
+/** The page sizes a list offers. */
+export const PAGE_SIZES = [10, 20, 50, 100] as const
+
+/**
+ * First, previous, next and last for an offset-paginated list, where we are in it (page N of
+ * M, and which rows), and, with `onLimit`, how many rows a page shows.
+ */
+export function Pager(props: {
+  page: OffsetPage
+  onOffset: (offset: number) => void
+  onLimit?: (limit: number) => void
+}) {
   const { limit, offset, total } = props.page
-  const last = Math.min(offset + limit, total)
+  const shownTo = Math.min(offset + limit, total)
+  const pages = Math.max(1, Math.ceil(total / limit))
+  const current = Math.floor(offset / limit) + 1
+  const lastOffset = (pages - 1) * limit
+  const sizeId = useId()
   return (
     <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={offset === 0} onClick={() => props.onOffset(0)}>
+        First
+      </button>
       <button
         type="button"
         disabled={offset === 0}
@@ -136,7 +173,13 @@ export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => v
       >
         Previous
       </button>
-      <span>{total === 0 ? 'None' : `${offset + 1}–${last} of ${total}`}</span>
+      <span>
+        Page {current} of {pages}
+        <span class="muted">
+          {' '}
+          ({total === 0 ? 'none' : `${offset + 1}–${shownTo} of ${total}`})
+        </span>
+      </span>
       <button
         type="button"
         disabled={offset + limit >= total}
@@ -144,8 +187,85 @@ export function Pager(props: { page: OffsetPage; onOffset: (offset: number) => v
       >
         Next
       </button>
+      <button
+        type="button"
+        disabled={offset >= lastOffset}
+        onClick={() => props.onOffset(lastOffset)}
+      >
+        Last
+      </button>
+      {props.onLimit !== undefined && (
+        <span class="page-size">
+          <label for={sizeId}>Per page</label>{' '}
+          <select
+            id={sizeId}
+            value={String(limit)}
+            onChange={(event) =>
+              props.onLimit?.(Number((event.currentTarget as HTMLSelectElement).value))
+            }
+          >
+            {PAGE_SIZES.map((size) => (
+              <option key={size} value={String(size)}>
+                {size}
+              </option>
+            ))}
+          </select>
+        </span>
+      )}
     </nav>
   )
+}
+
+/**
+ * A page's view state kept in the URL's fragment (`#/users?q=ada&page=2`): a reload or a
+ * shared link shows the same view, and Back returns to the view before. `defaults` names the
+ * keys and their values when absent (which stay out of the URL).
+ */
+export function useHashQuery<T extends Record<string, string>>(defaults: T) {
+  const read = (): T => {
+    const query = new URLSearchParams(location.hash.split('?')[1] ?? '')
+    const state = { ...defaults }
+    for (const name of Object.keys(defaults) as (keyof T & string)[]) {
+      const value = query.get(name)
+      if (value !== null) state[name] = value as T[typeof name]
+    }
+    return state
+  }
+  const [state, setState] = useState<T>(read)
+  useEffect(() => {
+    const follow = () => setState(read())
+    // Back and Forward (popstate), and a link to the page with another query (hashchange).
+    addEventListener('popstate', follow)
+    addEventListener('hashchange', follow)
+    return () => {
+      removeEventListener('popstate', follow)
+      removeEventListener('hashchange', follow)
+    }
+  }, [])
+  const update = (changes: Partial<T>) => {
+    const next = { ...state, ...changes }
+    const query = new URLSearchParams()
+    for (const [name, value] of Object.entries(next)) {
+      if (value !== defaults[name]) query.set(name, value)
+    }
+    const path = location.hash.split('?')[0] || '#/'
+    const hash = query.toString() === '' ? path : `${path}?${query}`
+    if (hash !== location.hash) history.pushState(null, '', hash)
+    setState(next)
+  }
+  return [state, update] as const
+}
+
+/** What a list shows while it loads, and when it has nothing. */
+export function ListState(props: { loading: boolean; empty: boolean; nothing: string }) {
+  if (props.loading) {
+    return (
+      <p class="muted" role="status">
+        Loading…
+      </p>
+    )
+  }
+  return props.empty ? <p class="empty">{props.nothing}</p> : null
 }
 
 /**
@@ -390,6 +510,19 @@ export function StatusFilter(props: {
       <button type="button" onClick={props.onRefresh}>
         Refresh
       </button>
+    </div>
+  )
+}
+
+/**
+ * A table's box: on a narrow screen a wide table scrolls sideways inside it, so the box takes
+ * the focus and the keyboard can scroll it too (WCAG 2.1.1, axe's scrollable-region-focusable).
+ */
+export function Scroller(props: { children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls must be reachable by keyboard
+    <div class="scroller" tabIndex={0}>
+      {props.children}
     </div>
   )
 }

@@ -28,7 +28,9 @@ const PAGES = [
 ] as const
 
 function currentPage() {
-  return PAGES.find((page) => page.hash === location.hash) ?? PAGES[0]
+  // A page's own view state follows its path in the fragment (#/users?q=ada&page=2).
+  const path = location.hash.split('?')[0]
+  return PAGES.find((page) => page.hash === path) ?? PAGES[0]
 }
 
 function App() {
@@ -39,7 +41,11 @@ function App() {
   useEffect(() => {
     const follow = () => setPage(currentPage())
     addEventListener('hashchange', follow)
-    return () => removeEventListener('hashchange', follow)
+    addEventListener('popstate', follow)
+    return () => {
+      removeEventListener('hashchange', follow)
+      removeEventListener('popstate', follow)
+    }
   }, [])
   useEffect(
     () =>

@@ -6,6 +6,7 @@ import {
   ErrorNote,
   Field,
   formatDate,
+  Scroller,
   useCursors,
   useLoad,
 } from '../components'
@@ -165,37 +166,39 @@ export function ActivityPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <table class="activity">
-            <caption>Audit events, newest first</caption>
-            <ColumnHeads names={['When', 'Who', 'Action', 'Target', 'Changes', 'From']} />
-            <tbody>
-              {shown.map((event) => (
-                <tr key={event.id}>
-                  <td>{formatDate(event.at)}</td>
-                  <td>{actorText(event.actor)}</td>
-                  <td>
-                    <code>{event.action}</code>
-                  </td>
-                  <td>
-                    {event.target.type}
-                    {event.target.id === null ? '' : ` ${event.target.id}`}
-                  </td>
-                  <td>
-                    <Changes changes={event.changes} />
-                  </td>
-                  <td>
-                    {event.ip ?? '—'}
-                    {event.request_id !== null && (
-                      <small class="request-id">
-                        <br />
-                        {event.request_id}
-                      </small>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Scroller>
+            <table class="activity">
+              <caption>Audit events, newest first</caption>
+              <ColumnHeads names={['When', 'Who', 'Action', 'Target', 'Changes', 'From']} />
+              <tbody>
+                {shown.map((event) => (
+                  <tr key={event.id}>
+                    <td>{formatDate(event.at)}</td>
+                    <td>{actorText(event.actor)}</td>
+                    <td>
+                      <code>{event.action}</code>
+                    </td>
+                    <td>
+                      {event.target.type}
+                      {event.target.id === null ? '' : ` ${event.target.id}`}
+                    </td>
+                    <td>
+                      <Changes changes={event.changes} />
+                    </td>
+                    <td>
+                      {event.ip ?? '—'}
+                      {event.request_id !== null && (
+                        <small class="request-id">
+                          <br />
+                          {event.request_id}
+                        </small>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroller>
           {shown.length === 0 && <p>No events match.</p>}
           <CursorPager label="Pages" pages={pages} next={data.pagination.next_cursor} showNewest />
         </>

@@ -11,6 +11,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  Scroller,
   SubmitOrCancel,
   useLoad,
 } from '../components'
@@ -58,36 +59,38 @@ export function GroupsPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <table>
-            <caption>
-              {data.pagination.total} group{data.pagination.total === 1 ? '' : 's'}
-            </caption>
-            <ColumnHeads names={['Id', 'Name', 'Description', 'Members', 'Created', 'Actions']} />
-            <tbody>
-              {data.data.map((group) => (
-                <tr key={group.id}>
-                  <td>{group.id}</td>
-                  <td>{group.name}</td>
-                  <td>{group.description ?? '—'}</td>
-                  <td>{group.members.length}</td>
-                  <td>{formatDate(group.created_at)}</td>
-                  <td class="row-actions">
-                    <RowAction
-                      text="Members"
-                      label={`Members of ${group.name}`}
-                      onClick={() => setOpen({ mode: 'members', id: group.id })}
-                    />
-                    <RowAction
-                      text="Delete"
-                      label={`Delete group ${group.name}`}
-                      danger
-                      onClick={() => setOpen({ mode: 'delete', group })}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Scroller>
+            <table>
+              <caption>
+                {data.pagination.total} group{data.pagination.total === 1 ? '' : 's'}
+              </caption>
+              <ColumnHeads names={['Id', 'Name', 'Description', 'Members', 'Created', 'Actions']} />
+              <tbody>
+                {data.data.map((group) => (
+                  <tr key={group.id}>
+                    <td>{group.id}</td>
+                    <td>{group.name}</td>
+                    <td>{group.description ?? '—'}</td>
+                    <td>{group.members.length}</td>
+                    <td>{formatDate(group.created_at)}</td>
+                    <td class="row-actions">
+                      <RowAction
+                        text="Members"
+                        label={`Members of ${group.name}`}
+                        onClick={() => setOpen({ mode: 'members', id: group.id })}
+                      />
+                      <RowAction
+                        text="Delete"
+                        label={`Delete group ${group.name}`}
+                        danger
+                        onClick={() => setOpen({ mode: 'delete', group })}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroller>
           <Pager page={data.pagination} onOffset={setOffset} />
         </>
       )}
@@ -212,29 +215,31 @@ function Members(props: { id: number; onClose: () => void }) {
     <Dialog title={`Members of ${data?.group.name ?? `group ${props.id}`}`} onClose={props.onClose}>
       <ErrorNote error={loadError} />
       {data !== null && (
-        <table>
-          <caption>
-            {data.users.length} member{data.users.length === 1 ? '' : 's'}
-          </caption>
-          <ColumnHeads names={['Id', 'Name', 'Email', 'Actions']} />
-          <tbody>
-            {data.users.map((user) => (
-              <tr key={user.id}>
-                <td>{user.id}</td>
-                <td>{user.name}</td>
-                <td>{user.email}</td>
-                <td class="row-actions">
-                  <RowAction
-                    text="Take out"
-                    label={`Take out ${user.name}`}
-                    danger
-                    onClick={() => remove(user)}
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Scroller>
+          <table>
+            <caption>
+              {data.users.length} member{data.users.length === 1 ? '' : 's'}
+            </caption>
+            <ColumnHeads names={['Id', 'Name', 'Email', 'Actions']} />
+            <tbody>
+              {data.users.map((user) => (
+                <tr key={user.id}>
+                  <td>{user.id}</td>
+                  <td>{user.name}</td>
+                  <td>{user.email}</td>
+                  <td class="row-actions">
+                    <RowAction
+                      text="Take out"
+                      label={`Take out ${user.name}`}
+                      danger
+                      onClick={() => remove(user)}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroller>
       )}
       <form class="toolbar" onSubmit={add}>
         <Field

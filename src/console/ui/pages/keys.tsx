@@ -11,6 +11,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  Scroller,
   ShownOnce,
   SubmitOrCancel,
   useLoad,
@@ -61,37 +62,39 @@ export function KeysPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <table>
-            <caption>Active API keys</caption>
-            <ColumnHeads
-              names={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
-            />
-            <tbody>
-              {data.page.data.map((key) => (
-                <tr key={key.id}>
-                  <td>{key.id}</td>
-                  <td>
-                    {key.name}
-                    {key.id === data.ownId && <span class="tag"> (this console)</span>}
-                  </td>
-                  <td>
-                    <code>{key.prefix}…</code>
-                  </td>
-                  <td>{key.scopes.join(', ')}</td>
-                  <td>{key.expires_at === null ? 'never' : formatDate(key.expires_at)}</td>
-                  <td>{formatDate(key.last_used_at)}</td>
-                  <td class="row-actions">
-                    <RowAction
-                      text="Revoke"
-                      label={`Revoke key ${key.id}`}
-                      danger
-                      onClick={() => setRevoking(key)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Scroller>
+            <table>
+              <caption>Active API keys</caption>
+              <ColumnHeads
+                names={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
+              />
+              <tbody>
+                {data.page.data.map((key) => (
+                  <tr key={key.id}>
+                    <td>{key.id}</td>
+                    <td>
+                      {key.name}
+                      {key.id === data.ownId && <span class="tag"> (this console)</span>}
+                    </td>
+                    <td>
+                      <code>{key.prefix}…</code>
+                    </td>
+                    <td>{key.scopes.join(', ')}</td>
+                    <td>{key.expires_at === null ? 'never' : formatDate(key.expires_at)}</td>
+                    <td>{formatDate(key.last_used_at)}</td>
+                    <td class="row-actions">
+                      <RowAction
+                        text="Revoke"
+                        label={`Revoke key ${key.id}`}
+                        danger
+                        onClick={() => setRevoking(key)}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroller>
           <Pager page={data.page.pagination} onOffset={setOffset} />
         </>
       )}

@@ -7,10 +7,12 @@ import {
   ErrorNote,
   formatBytes,
   formatDate,
+  ListState,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
+  Scroller,
   useLoad,
 } from '../components'
 
@@ -42,7 +44,7 @@ const totalSize = (upload: Upload) => upload.files.reduce((sum, file) => sum + f
 /** The uploads, newest first; details with files, download, delete. */
 export function UploadsPage() {
   const [offset, setOffset] = useState(0)
-  const { data, error, reload } = useLoad(
+  const { data, error, loading, reload } = useLoad(
     async () => (await call<UploadPage>(`/uploads?limit=20&offset=${offset}`)).body,
     [offset],
   )
@@ -54,41 +56,48 @@ export function UploadsPage() {
     <>
       <Notice text={notice} />
       <ErrorNote error={error} />
-      {data !== null && (
+      <ListState
+        loading={loading && data === null}
+        empty={data !== null && data.data.length === 0}
+        nothing="No uploads yet."
+      />
+      {data !== null && data.data.length > 0 && (
         <>
-          <table>
-            <caption>Uploads, newest first</caption>
-            <ColumnHeads
-              names={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
-            />
-            <tbody>
-              {data.data.map((upload) => (
-                <tr key={upload.id}>
-                  <td>
-                    <code>{upload.id}</code>
-                  </td>
-                  <td>{upload.description ?? '—'}</td>
-                  <td>{upload.files.map((file) => file.filename).join(', ')}</td>
-                  <td>{formatBytes(totalSize(upload))}</td>
-                  <td>{upload.public ? 'public' : 'private'}</td>
-                  <td>{formatDate(upload.created_at)}</td>
-                  <td class="row-actions">
-                    <RowAction
-                      text="Details"
-                      label={`Details of upload ${upload.id}`}
-                      onClick={() => setShowing(upload)}
-                    />
-                    <RowAction
-                      text="Delete"
-                      label={`Delete upload ${upload.id}`}
-                      danger
-                      onClick={() => setDeleting(upload)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Scroller>
+            <table>
+              <caption>Uploads, newest first</caption>
+              <ColumnHeads
+                names={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
+              />
+              <tbody>
+                {data.data.map((upload) => (
+                  <tr key={upload.id}>
+                    <td>
+                      <code>{upload.id}</code>
+                    </td>
+                    <td>{upload.description ?? '—'}</td>
+                    <td>{upload.files.map((file) => file.filename).join(', ')}</td>
+                    <td>{formatBytes(totalSize(upload))}</td>
+                    <td>{upload.public ? 'public' : 'private'}</td>
+                    <td>{formatDate(upload.created_at)}</td>
+                    <td class="row-actions">
+                      <RowAction
+                        text="Details"
+                        label={`Details of upload ${upload.id}`}
+                        onClick={() => setShowing(upload)}
+                      />
+                      <RowAction
+                        text="Delete"
+                        label={`Delete upload ${upload.id}`}
+                        danger
+                        onClick={() => setDeleting(upload)}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroller>
           <Pager page={data.pagination} onOffset={setOffset} />
         </>
       )}
@@ -138,30 +147,32 @@ function UploadDetails(props: { upload: Upload; onClose: () => void }) {
         <dt>Created</dt>
         <dd>{formatDate(upload.created_at)}</dd>
       </dl>
-      <table>
-        <caption>Files</caption>
-        <ColumnHeads names={['Name', 'Field', 'Type', 'Size', 'SHA-256', 'Actions']} />
-        <tbody>
-          {upload.files.map((file) => (
-            <tr key={file.id}>
-              <td>{file.filename}</td>
-              <td>{file.field}</td>
-              <td>{file.content_type}</td>
-              <td>{formatBytes(file.size)}</td>
-              <td>
-                <code class="hash">{file.sha256}</code>
-              </td>
-              <td>
-                <RowAction
-                  text="Download"
-                  label={`Download ${file.filename}`}
-                  onClick={() => fetchFile(file)}
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <Scroller>
+        <table>
+          <caption>Files</caption>
+          <ColumnHeads names={['Name', 'Field', 'Type', 'Size', 'SHA-256', 'Actions']} />
+          <tbody>
+            {upload.files.map((file) => (
+              <tr key={file.id}>
+                <td>{file.filename}</td>
+                <td>{file.field}</td>
+                <td>{file.content_type}</td>
+                <td>{formatBytes(file.size)}</td>
+                <td>
+                  <code class="hash">{file.sha256}</code>
+                </td>
+                <td>
+                  <RowAction
+                    text="Download"
+                    label={`Download ${file.filename}`}
+                    onClick={() => fetchFile(file)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroller>
       <Notice text={notice} />
       <ErrorNote error={error} />
       <div class="actions">

@@ -6,6 +6,7 @@ import {
   Dialog,
   ErrorNote,
   Field,
+  Scroller,
   SubmitOrCancel,
   useLoad,
 } from '../components'
@@ -339,22 +340,24 @@ export function EditUser(props: {
       {values !== null && conflict !== null && (
         <div class="conflict" role="alert">
           <p>Someone else changed this user while you were editing. Choose which values to keep.</p>
-          <table>
-            <caption>Your changes and the values saved now</caption>
-            <ColumnHeads names={['Field', 'Yours', 'Saved now']} />
-            <tbody>
-              <tr>
-                <th scope="row">Name</th>
-                <td>{values.name}</td>
-                <td>{conflict.user.name}</td>
-              </tr>
-              <tr>
-                <th scope="row">Email</th>
-                <td>{values.email}</td>
-                <td>{conflict.user.email}</td>
-              </tr>
-            </tbody>
-          </table>
+          <Scroller>
+            <table>
+              <caption>Your changes and the values saved now</caption>
+              <ColumnHeads names={['Field', 'Yours', 'Saved now']} />
+              <tbody>
+                <tr>
+                  <th scope="row">Name</th>
+                  <td>{values.name}</td>
+                  <td>{conflict.user.name}</td>
+                </tr>
+                <tr>
+                  <th scope="row">Email</th>
+                  <td>{values.email}</td>
+                  <td>{conflict.user.email}</td>
+                </tr>
+              </tbody>
+            </table>
+          </Scroller>
           <ErrorNote error={error} />
           <div class="actions">
             <button type="button" class="primary" onClick={() => save(conflict.etag)}>

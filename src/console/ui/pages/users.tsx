@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
 import {
   ColumnHeads,
@@ -6,44 +6,54 @@ import {
   ErrorNote,
   Field,
   formatDate,
+  ListState,
   Notice,
+  PAGE_SIZES,
+  Pager,
   RowAction,
+  Scroller,
+  useHashQuery,
   useLoad,
 } from '../components'
 import { CreateUser, EditUser, type User } from './user-dialogs'
 
 interface UserPage {
   data: User[]
-  pagination: { limit: number; total: number; next_cursor: string | null }
+  pagination: { limit: number; offset: number; total: number }
 }
 
-const PAGE_SIZE = 20
+/** The view, as the URL keeps it: #/users?q=ada&email=…&page=2&size=50. */
+const VIEW = { q: '', email: '', page: '1', size: '20' }
+type View = typeof VIEW
 
-interface Search {
-  q: string
-  email: string
+function sizeOf(view: View): number {
+  const size = Number(view.size)
+  return (PAGE_SIZES as readonly number[]).includes(size) ? size : 20
 }
 
-function listPath(search: Search, cursor: string | null): string {
-  const query = new URLSearchParams({ limit: String(PAGE_SIZE) })
-  if (search.q !== '') query.set('q', search.q)
-  if (search.email !== '') query.set('email', search.email)
-  if (cursor !== null) query.set('cursor', cursor)
+function offsetOf(view: View): number {
+  const page = Math.floor(Number(view.page))
+  return Number.isFinite(page) && page > 1 ? (page - 1) * sizeOf(view) : 0
+}
+
+function listPath(view: View): string {
+  const query = new URLSearchParams({ limit: String(sizeOf(view)), offset: String(offsetOf(view)) })
+  if (view.q !== '') query.set('q', view.q)
+  if (view.email !== '') query.set('email', view.email)
   return `/v2/users?${query}`
 }
 
 type Editing = { mode: 'create' } | { mode: 'edit'; id: number } | { mode: 'delete'; user: User }
 
-/** Search with v2 keyset pages, create, edit with If-Match, delete, export. */
+/** Search and pages (kept in the URL), create, edit with If-Match, delete, export. */
 export function UsersPage() {
-  const [draft, setDraft] = useState<Search>({ q: '', email: '' })
-  const [search, setSearch] = useState<Search>({ q: '', email: '' })
-  // The cursors of the pages before this one, so Previous can go back.
-  const [cursors, setCursors] = useState<(string | null)[]>([null])
-  const cursor = cursors[cursors.length - 1] ?? null
-  const { data, error, reload } = useLoad(
-    async () => (await call<UserPage>(listPath(search, cursor))).body,
-    [search, cursor],
+  const [view, setView] = useHashQuery(VIEW)
+  const [draft, setDraft] = useState({ q: view.q, email: view.email })
+  // Back, Forward or a shared link change the search: the fields show it.
+  useEffect(() => setDraft({ q: view.q, email: view.email }), [view.q, view.email])
+  const { data, error, loading, reload } = useLoad(
+    async () => (await call<UserPage>(listPath(view))).body,
+    [view.q, view.email, view.page, view.size],
   )
   // The groups' names, to show a user's groups by name (ids for any beyond the first 100).
   const groups = useLoad(
@@ -57,9 +67,12 @@ export function UsersPage() {
 
   const runSearch = (event: Event) => {
     event.preventDefault()
-    setSearch({ q: draft.q.trim(), email: draft.email.trim() })
-    setCursors([null])
+    const changes = { q: draft.q.trim(), email: draft.email.trim(), page: '1' }
+    // The same search again reads the list again: it may have changed meanwhile.
+    if (changes.q === view.q && changes.email === view.email && view.page === '1') reload()
+    else setView(changes)
   }
+  const searched = view.q !== '' || view.email !== ''
   const exportAs = async (format: 'csv' | 'jsonl') => {
     setExportError(null)
     try {
@@ -109,12 +122,23 @@ export function UsersPage() {
       </div>
       <Notice text={notice} />
       <ErrorNote error={error ?? exportError} />
-      {data !== null && (
-        <>
+      <ListState
+        loading={loading && data === null}
+        empty={data !== null && data.data.length === 0}
+        nothing={
+          (data?.pagination.total ?? 0) > 0
+            ? 'Nothing on this page: the list is shorter now.'
+            : searched
+              ? 'No user matches this search.'
+              : 'No users yet: create the first one.'
+        }
+      />
+      {data !== null && data.data.length > 0 && (
+        <Scroller>
           <table>
             <caption>
               {data.pagination.total} user{data.pagination.total === 1 ? '' : 's'}
-              {search.q !== '' || search.email !== '' ? ' found' : ''}
+              {searched ? ' found' : ''}
             </caption>
             <ColumnHeads
               names={[
@@ -163,24 +187,14 @@ export function UsersPage() {
               ))}
             </tbody>
           </table>
-          <nav class="pager" aria-label="Pages">
-            <button
-              type="button"
-              disabled={cursors.length === 1}
-              onClick={() => setCursors(cursors.slice(0, -1))}
-            >
-              Previous
-            </button>
-            <span>Page {cursors.length}</span>
-            <button
-              type="button"
-              disabled={data.pagination.next_cursor === null}
-              onClick={() => setCursors([...cursors, data.pagination.next_cursor])}
-            >
-              Next
-            </button>
-          </nav>
-        </>
+        </Scroller>
+      )}
+      {data !== null && data.pagination.total > 0 && (
+        <Pager
+          page={data.pagination}
+          onOffset={(offset) => setView({ page: String(offset / sizeOf(view) + 1) })}
+          onLimit={(limit) => setView({ size: String(limit), page: '1' })}
+        />
       )}
       {editing?.mode === 'create' && <CreateUser onClose={() => setEditing(null)} onDone={done} />}
       {editing?.mode === 'edit' && (

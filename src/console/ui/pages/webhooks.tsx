@@ -8,6 +8,7 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  Scroller,
   StatusFilter,
   useLoad,
 } from '../components'
@@ -69,35 +70,37 @@ export function WebhooksPage() {
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
         <>
-          <table>
-            <caption>Webhook events, newest first</caption>
-            <ColumnHeads
-              names={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
-            />
-            <tbody>
-              {data.data.map((event) => (
-                <tr key={`${event.scheme}:${event.id}`}>
-                  <td>
-                    <code>{event.id}</code>
-                  </td>
-                  <td>{event.type}</td>
-                  <td class={event.status === 'failed' ? 'bad' : undefined}>{event.status}</td>
-                  <td>{event.attempts}</td>
-                  <td>{event.error ?? '—'}</td>
-                  <td>{formatDate(event.received_at)}</td>
-                  <td class="row-actions">
-                    {event.status === 'failed' && (
-                      <RowAction
-                        text="Retry"
-                        label={`Retry event ${event.id}`}
-                        onClick={() => retry(event)}
-                      />
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Scroller>
+            <table>
+              <caption>Webhook events, newest first</caption>
+              <ColumnHeads
+                names={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
+              />
+              <tbody>
+                {data.data.map((event) => (
+                  <tr key={`${event.scheme}:${event.id}`}>
+                    <td>
+                      <code>{event.id}</code>
+                    </td>
+                    <td>{event.type}</td>
+                    <td class={event.status === 'failed' ? 'bad' : undefined}>{event.status}</td>
+                    <td>{event.attempts}</td>
+                    <td>{event.error ?? '—'}</td>
+                    <td>{formatDate(event.received_at)}</td>
+                    <td class="row-actions">
+                      {event.status === 'failed' && (
+                        <RowAction
+                          text="Retry"
+                          label={`Retry event ${event.id}`}
+                          onClick={() => retry(event)}
+                        />
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroller>
           <Pager page={data.pagination} onOffset={setOffset} />
         </>
       )}
