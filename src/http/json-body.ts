@@ -32,13 +32,12 @@ export function jsonBody(
 
   async function parseJsonBody({ request, contentType }: ParseContext): Promise<object> {
     const type = mediaTypeOf(request, contentType)
-    // A route whose body may be left out: no type and no bytes is an empty object.
-    if (
-      options.optional === true &&
-      type === '' &&
-      (await readText(request, MAX_JSON_BYTES)) === ''
-    ) {
-      return {}
+    // A route whose body may be left out (SCIM's, which every method reaches): no bytes is an
+    // empty object, whatever the type says.
+    let text: string | null = null
+    if (options.optional === true) {
+      text = await readText(request, MAX_JSON_BYTES)
+      if (text === '') return {}
     }
     if (!accepted.has(type)) {
       throw unsupportedMediaType(
@@ -48,7 +47,7 @@ export function jsonBody(
       )
     }
     requireUtf8Charset(request.headers.get('content-type'))
-    const text = await readText(request, MAX_JSON_BYTES)
+    text ??= await readText(request, MAX_JSON_BYTES)
     if (text.trim() === '') throw badRequest('The request body is empty; send a JSON object')
     const value = parseJsonObject(text)
     // JSON.parse makes `__proto__` an own key, and TypeBox's unknown-field check skips it.

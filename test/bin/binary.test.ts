@@ -295,7 +295,12 @@ describe('roster (the compiled binary)', () => {
     expect(result.code).toBe(0)
     const doc = JSON.parse(result.stdout)
     expect(doc.openapi).toStartWith('3.')
-    expect(Object.keys(doc.paths['/users'] ?? {}).sort()).toEqual(['get', 'post'])
+    expect(Object.keys(doc.paths['/users'] ?? {}).sort()).toEqual([
+      'get',
+      'head',
+      'options',
+      'post',
+    ])
     expect(doc.servers).toEqual([{ url: 'http://127.0.0.1:8080', description: 'this roster' }])
     const named = await runBinary(['openapi', '--public-url', 'https://api.example.com/'], {
       cwd: cwd.path,

@@ -337,7 +337,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a user
-         * @description If-Match that does not match is 412.
+         * @description If-Match that does not match is 412. The last active admin cannot be deleted (409 CONFLICT).
          */
         delete: operations["deleteUsersById"];
         /**
@@ -1953,7 +1953,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a user
-         * @description If-Match that does not match is 412.
+         * @description If-Match that does not match is 412. The last active admin cannot be deleted (409 CONFLICT).
          */
         delete: operations["deleteV2UsersById"];
         /**
@@ -6684,6 +6684,15 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20526,6 +20535,15 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
