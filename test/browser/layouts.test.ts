@@ -161,7 +161,7 @@ describe('the users list keeps its view in the URL', () => {
       await page.keyboard.press('Enter')
       await page.getByText('1 user found').waitFor()
       const shared = page.url()
-      expect(new URL(shared).hash).toBe('#/users?q=ada&size=10')
+      expect(new URL(shared).hash).toBe('#/users?size=10&q=ada')
       // Another tab has its own sign-in (sessionStorage); after it, the link's view.
       const other = await context.newPage()
       await other.goto(shared)
@@ -176,6 +176,12 @@ describe('the users list keeps its view in the URL', () => {
       await page.getByText('Page 1 of 1').waitFor()
       expect(new URL(page.url()).hash).toBe('#/users?size=50')
       expect(await page.locator('tbody tr').count()).toBe(25)
+      // Every list keeps its view so: a status filter, from a link.
+      await open(page, '#/webhooks?status=failed', 'Webhooks received')
+      await page.getByText('(1–1 of 1)').waitFor()
+      expect(await page.getByLabel('Status').inputValue()).toBe('failed')
+      await page.getByLabel('Status').selectOption('')
+      await page.waitForFunction(() => location.hash === '#/webhooks')
     } finally {
       await context.close()
     }

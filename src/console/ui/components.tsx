@@ -256,6 +256,27 @@ export function useHashQuery<T extends Record<string, string>>(defaults: T) {
   return [state, update] as const
 }
 
+/**
+ * An offset list's view kept in the URL: its page and page size (#/keys?page=2&size=50), with
+ * `extra` view keys of the page's own (a search, a status filter). Changing any of those goes
+ * back to the first page.
+ */
+export function useOffsetView<T extends Record<string, string>>(extra: T) {
+  const [view, setView] = useHashQuery({ page: '1', size: '20', ...extra })
+  const size = Number(view.size)
+  const limit = (PAGE_SIZES as readonly number[]).includes(size) ? size : 20
+  const page = Math.floor(Number(view.page))
+  const offset = Number.isFinite(page) && page > 1 ? (page - 1) * limit : 0
+  return {
+    view,
+    offset,
+    limit,
+    setOffset: (next: number) => setView({ page: String(Math.floor(next / limit) + 1) } as never),
+    setLimit: (next: number) => setView({ size: String(next), page: '1' } as never),
+    filter: (changes: Partial<T>) => setView({ ...changes, page: '1' } as never),
+  }
+}
+
 /** What a list shows while it loads, and when it has nothing. */
 export function ListState(props: { loading: boolean; empty: boolean; nothing: string }) {
   if (props.loading) {

@@ -18,6 +18,7 @@ import {
   SubmitOrCancel,
   useCursors,
   useLoad,
+  useOffsetView,
 } from '../components'
 
 interface Endpoint {
@@ -57,10 +58,11 @@ const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const
 
 /** Outbound webhooks: endpoints, their secrets (shown once), and each one's delivery log. */
 export function EndpointsPage() {
-  const [offset, setOffset] = useState(0)
+  const { offset, limit, setOffset, setLimit } = useOffsetView({})
   const { data, error, reload } = useLoad(
-    async () => (await call<EndpointPage>(`/webhook-endpoints?limit=20&offset=${offset}`)).body,
-    [offset],
+    async () =>
+      (await call<EndpointPage>(`/webhook-endpoints?limit=${limit}&offset=${offset}`)).body,
+    [offset, limit],
   )
   const [creating, setCreating] = useState(false)
   const [secret, setSecret] = useState<{ title: string; url: string; secret: string } | null>(null)
@@ -179,7 +181,7 @@ export function EndpointsPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.pagination} onOffset={setOffset} />
+          <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
       {creating && (

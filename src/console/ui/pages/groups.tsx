@@ -14,6 +14,7 @@ import {
   Scroller,
   SubmitOrCancel,
   useLoad,
+  useOffsetView,
 } from '../components'
 import type { User } from './user-dialogs'
 
@@ -35,10 +36,10 @@ type Open = { mode: 'create' } | { mode: 'members'; id: number } | { mode: 'dele
 
 /** List, create, delete groups, and put users in them or take them out. */
 export function GroupsPage() {
-  const [offset, setOffset] = useState(0)
+  const { offset, limit, setOffset, setLimit } = useOffsetView({})
   const { data, error, reload } = useLoad(
-    async () => (await call<GroupPage>(`/groups?limit=20&offset=${offset}`)).body,
-    [offset],
+    async () => (await call<GroupPage>(`/groups?limit=${limit}&offset=${offset}`)).body,
+    [offset, limit],
   )
   const [open, setOpen] = useState<Open | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
@@ -91,7 +92,7 @@ export function GroupsPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.pagination} onOffset={setOffset} />
+          <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
       {open?.mode === 'create' && <CreateGroup onClose={() => setOpen(null)} onDone={done} />}

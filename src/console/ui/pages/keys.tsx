@@ -15,6 +15,7 @@ import {
   ShownOnce,
   SubmitOrCancel,
   useLoad,
+  useOffsetView,
 } from '../components'
 import { SCOPES } from '../scopes'
 
@@ -39,14 +40,14 @@ interface Me {
 
 /** List, create (the key shown once), revoke. */
 export function KeysPage() {
-  const [offset, setOffset] = useState(0)
+  const { offset, limit, setOffset, setLimit } = useOffsetView({})
   const { data, error, reload } = useLoad(async () => {
     const [page, me] = await Promise.all([
-      call<KeyPage>(`/api-keys?limit=20&offset=${offset}`),
+      call<KeyPage>(`/api-keys?limit=${limit}&offset=${offset}`),
       call<Me>('/data'),
     ])
     return { page: page.body, ownId: me.body.key?.id ?? null }
-  }, [offset])
+  }, [offset, limit])
   const [creating, setCreating] = useState(false)
   const [revoking, setRevoking] = useState<ApiKey | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
@@ -95,7 +96,7 @@ export function KeysPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.page.pagination} onOffset={setOffset} />
+          <Pager page={data.page.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
       {creating && (

@@ -11,6 +11,7 @@ import {
   Scroller,
   StatusFilter,
   useLoad,
+  useOffsetView,
 } from '../components'
 
 interface Mail {
@@ -40,13 +41,14 @@ function linkOf(mail: Mail): string | null {
 
 /** The mail outbox: status, attempts, last error; a failed message sent again. */
 export function MailOutboxPage() {
-  const [status, setStatus] = useState('')
-  const [offset, setOffset] = useState(0)
+  const list = useOffsetView({ status: '' })
+  const { offset, limit, setOffset, setLimit } = list
+  const status = list.view.status
   const { data, error, reload } = useLoad(async () => {
-    const query = new URLSearchParams({ limit: '20', offset: String(offset) })
+    const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
     if (status !== '') query.set('status', status)
     return (await call<MailPage>(`/mail?${query}`)).body
-  }, [status, offset])
+  }, [status, offset, limit])
   const [notice, setNotice] = useState<string | null>(null)
   const [actionError, setActionError] = useState<unknown>(null)
 
@@ -67,10 +69,7 @@ export function MailOutboxPage() {
         id="mail-status-filter"
         statuses={STATUSES}
         value={status}
-        onChange={(next) => {
-          setStatus(next)
-          setOffset(0)
-        }}
+        onChange={(next) => list.filter({ status: next })}
         onRefresh={reload}
       />
       <p class="hint">
@@ -129,7 +128,7 @@ export function MailOutboxPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.pagination} onOffset={setOffset} />
+          <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
     </>

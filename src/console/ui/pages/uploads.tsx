@@ -14,6 +14,7 @@ import {
   RowAction,
   Scroller,
   useLoad,
+  useOffsetView,
 } from '../components'
 
 interface StoredFile {
@@ -43,10 +44,10 @@ const totalSize = (upload: Upload) => upload.files.reduce((sum, file) => sum + f
 
 /** The uploads, newest first; details with files, download, delete. */
 export function UploadsPage() {
-  const [offset, setOffset] = useState(0)
+  const { offset, limit, setOffset, setLimit } = useOffsetView({})
   const { data, error, loading, reload } = useLoad(
-    async () => (await call<UploadPage>(`/uploads?limit=20&offset=${offset}`)).body,
-    [offset],
+    async () => (await call<UploadPage>(`/uploads?limit=${limit}&offset=${offset}`)).body,
+    [offset, limit],
   )
   const [showing, setShowing] = useState<Upload | null>(null)
   const [deleting, setDeleting] = useState<Upload | null>(null)
@@ -98,7 +99,7 @@ export function UploadsPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.pagination} onOffset={setOffset} />
+          <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
       {showing !== null && <UploadDetails upload={showing} onClose={() => setShowing(null)} />}

@@ -8,12 +8,11 @@ import {
   formatDate,
   ListState,
   Notice,
-  PAGE_SIZES,
   Pager,
   RowAction,
   Scroller,
-  useHashQuery,
   useLoad,
+  useOffsetView,
 } from '../components'
 import { CreateUser, EditUser, type User } from './user-dialogs'
 
@@ -22,24 +21,11 @@ interface UserPage {
   pagination: { limit: number; offset: number; total: number }
 }
 
-/** The view, as the URL keeps it: #/users?q=ada&email=…&page=2&size=50. */
-const VIEW = { q: '', email: '', page: '1', size: '20' }
-type View = typeof VIEW
-
-function sizeOf(view: View): number {
-  const size = Number(view.size)
-  return (PAGE_SIZES as readonly number[]).includes(size) ? size : 20
-}
-
-function offsetOf(view: View): number {
-  const page = Math.floor(Number(view.page))
-  return Number.isFinite(page) && page > 1 ? (page - 1) * sizeOf(view) : 0
-}
-
-function listPath(view: View): string {
-  const query = new URLSearchParams({ limit: String(sizeOf(view)), offset: String(offsetOf(view)) })
-  if (view.q !== '') query.set('q', view.q)
-  if (view.email !== '') query.set('email', view.email)
+/** The page's address of a view: #/users?q=ada&email=…&page=2&size=50. */
+function listPath(search: { q: string; email: string }, offset: number, limit: number): string {
+  const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
+  if (search.q !== '') query.set('q', search.q)
+  if (search.email !== '') query.set('email', search.email)
   return `/v2/users?${query}`
 }
 
@@ -47,13 +33,14 @@ type Editing = { mode: 'create' } | { mode: 'edit'; id: number } | { mode: 'dele
 
 /** Search and pages (kept in the URL), create, edit with If-Match, delete, export. */
 export function UsersPage() {
-  const [view, setView] = useHashQuery(VIEW)
+  const list = useOffsetView({ q: '', email: '' })
+  const { view, offset, limit } = list
   const [draft, setDraft] = useState({ q: view.q, email: view.email })
   // Back, Forward or a shared link change the search: the fields show it.
   useEffect(() => setDraft({ q: view.q, email: view.email }), [view.q, view.email])
   const { data, error, loading, reload } = useLoad(
-    async () => (await call<UserPage>(listPath(view))).body,
-    [view.q, view.email, view.page, view.size],
+    async () => (await call<UserPage>(listPath(view, offset, limit))).body,
+    [view.q, view.email, offset, limit],
   )
   // The groups' names, to show a user's groups by name (ids for any beyond the first 100).
   const groups = useLoad(
@@ -67,10 +54,10 @@ export function UsersPage() {
 
   const runSearch = (event: Event) => {
     event.preventDefault()
-    const changes = { q: draft.q.trim(), email: draft.email.trim(), page: '1' }
+    const changes = { q: draft.q.trim(), email: draft.email.trim() }
     // The same search again reads the list again: it may have changed meanwhile.
-    if (changes.q === view.q && changes.email === view.email && view.page === '1') reload()
-    else setView(changes)
+    if (changes.q === view.q && changes.email === view.email && offset === 0) reload()
+    else list.filter(changes)
   }
   const searched = view.q !== '' || view.email !== ''
   const exportAs = async (format: 'csv' | 'jsonl') => {
@@ -190,11 +177,7 @@ export function UsersPage() {
         </Scroller>
       )}
       {data !== null && data.pagination.total > 0 && (
-        <Pager
-          page={data.pagination}
-          onOffset={(offset) => setView({ page: String(offset / sizeOf(view) + 1) })}
-          onLimit={(limit) => setView({ size: String(limit), page: '1' })}
-        />
+        <Pager page={data.pagination} onOffset={list.setOffset} onLimit={list.setLimit} />
       )}
       {editing?.mode === 'create' && <CreateUser onClose={() => setEditing(null)} onDone={done} />}
       {editing?.mode === 'edit' && (

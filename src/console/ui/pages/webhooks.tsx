@@ -11,6 +11,7 @@ import {
   Scroller,
   StatusFilter,
   useLoad,
+  useOffsetView,
 } from '../components'
 
 interface WebhookEvent {
@@ -33,13 +34,14 @@ const STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const
 
 /** The stored events with their outcome, filtered by status; retry a failed one. */
 export function WebhooksPage() {
-  const [status, setStatus] = useState('')
-  const [offset, setOffset] = useState(0)
+  const list = useOffsetView({ status: '' })
+  const { offset, limit, setOffset, setLimit } = list
+  const status = list.view.status
   const { data, error, reload } = useLoad(async () => {
-    const query = new URLSearchParams({ limit: '20', offset: String(offset) })
+    const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
     if (status !== '') query.set('status', status)
     return (await call<EventPage>(`/webhooks/events?${query}`)).body
-  }, [status, offset])
+  }, [status, offset, limit])
   const [notice, setNotice] = useState<string | null>(null)
   const [actionError, setActionError] = useState<unknown>(null)
 
@@ -60,10 +62,7 @@ export function WebhooksPage() {
         id="status-filter"
         statuses={STATUSES}
         value={status}
-        onChange={(next) => {
-          setStatus(next)
-          setOffset(0)
-        }}
+        onChange={(next) => list.filter({ status: next })}
         onRefresh={reload}
       />
       <Notice text={notice} />
@@ -101,7 +100,7 @@ export function WebhooksPage() {
               </tbody>
             </table>
           </Scroller>
-          <Pager page={data.pagination} onOffset={setOffset} />
+          <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
     </>
