@@ -547,3 +547,21 @@ export function Scroller(props: { children: ComponentChildren }) {
     </div>
   )
 }
+
+/** A list's table: its caption, its column heads and its rows, in a box that scrolls on a phone. */
+export function ListTable(props: {
+  caption?: ComponentChildren
+  columns: readonly string[]
+  class?: string
+  children: ComponentChildren
+}) {
+  return (
+    <Scroller>
+      <table class={props.class}>
+        {props.caption !== undefined && <caption>{props.caption}</caption>}
+        <ColumnHeads names={props.columns} />
+        <tbody>{props.children}</tbody>
+      </table>
+    </Scroller>
+  )
+}

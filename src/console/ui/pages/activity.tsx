@@ -1,12 +1,11 @@
 import { useEffect, useState } from 'preact/hooks'
 import { call } from '../api'
 import {
-  ColumnHeads,
   CursorPager,
   ErrorNote,
   Field,
   formatDate,
-  Scroller,
+  ListTable,
   useCursors,
   useLoad,
 } from '../components'
@@ -166,39 +165,37 @@ export function ActivityPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <Scroller>
-            <table class="activity">
-              <caption>Audit events, newest first</caption>
-              <ColumnHeads names={['When', 'Who', 'Action', 'Target', 'Changes', 'From']} />
-              <tbody>
-                {shown.map((event) => (
-                  <tr key={event.id}>
-                    <td>{formatDate(event.at)}</td>
-                    <td>{actorText(event.actor)}</td>
-                    <td>
-                      <code>{event.action}</code>
-                    </td>
-                    <td>
-                      {event.target.type}
-                      {event.target.id === null ? '' : ` ${event.target.id}`}
-                    </td>
-                    <td>
-                      <Changes changes={event.changes} />
-                    </td>
-                    <td>
-                      {event.ip ?? '—'}
-                      {event.request_id !== null && (
-                        <small class="request-id">
-                          <br />
-                          {event.request_id}
-                        </small>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            class="activity"
+            caption={<>Audit events, newest first</>}
+            columns={['When', 'Who', 'Action', 'Target', 'Changes', 'From']}
+          >
+            {shown.map((event) => (
+              <tr key={event.id}>
+                <td>{formatDate(event.at)}</td>
+                <td>{actorText(event.actor)}</td>
+                <td>
+                  <code>{event.action}</code>
+                </td>
+                <td>
+                  {event.target.type}
+                  {event.target.id === null ? '' : ` ${event.target.id}`}
+                </td>
+                <td>
+                  <Changes changes={event.changes} />
+                </td>
+                <td>
+                  {event.ip ?? '—'}
+                  {event.request_id !== null && (
+                    <small class="request-id">
+                      <br />
+                      {event.request_id}
+                    </small>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           {shown.length === 0 && <p>No events match.</p>}
           <CursorPager label="Pages" pages={pages} next={data.pagination.next_cursor} showNewest />
         </>

@@ -1,18 +1,17 @@
 import { useState } from 'preact/hooks'
 import { call, problemWith } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   CursorPager,
   Dialog,
   ErrorNote,
   Field,
   formatDate,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   ShownOnce,
   StatusFilter,
   SubmitOrCancel,
@@ -117,70 +116,67 @@ export function EndpointsPage() {
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>Webhook endpoints</caption>
-              <ColumnHeads names={['Id', 'URL', 'Events', 'Status', 'Created', 'Actions']} />
-              <tbody>
-                {data.data.map((endpoint) => (
-                  <tr key={endpoint.id}>
-                    <td>{endpoint.id}</td>
-                    <td>
-                      <code>{endpoint.url}</code>
-                      {endpoint.description !== null && (
-                        <>
-                          <br />
-                          {endpoint.description}
-                        </>
-                      )}
-                    </td>
-                    <td>{endpoint.events.join(', ')}</td>
-                    <td class={endpoint.status === 'disabled' ? 'bad' : undefined}>
-                      {endpoint.status}
-                      {endpoint.disabled_reason !== null && (
-                        <>
-                          <br />
-                          <small>{endpoint.disabled_reason}</small>
-                        </>
-                      )}
-                    </td>
-                    <td>{formatDate(endpoint.created_at)}</td>
-                    <td class="row-actions">
-                      <RowAction
-                        text="Deliveries"
-                        label={`Deliveries of endpoint ${endpoint.id}`}
-                        onClick={() => setLogOf(endpoint)}
-                      />
-                      {endpoint.status === 'enabled' ? (
-                        <RowAction
-                          text="Disable"
-                          label={`Disable endpoint ${endpoint.id}`}
-                          onClick={() => setStatus(endpoint, 'disabled')}
-                        />
-                      ) : (
-                        <RowAction
-                          text="Enable"
-                          label={`Enable endpoint ${endpoint.id}`}
-                          onClick={() => setStatus(endpoint, 'enabled')}
-                        />
-                      )}
-                      <RowAction
-                        text="Rotate secret"
-                        label={`Rotate secret of endpoint ${endpoint.id}`}
-                        onClick={() => setRotating(endpoint)}
-                      />
-                      <RowAction
-                        text="Delete"
-                        label={`Delete endpoint ${endpoint.id}`}
-                        danger
-                        onClick={() => setDeleting(endpoint)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Webhook endpoints</>}
+            columns={['Id', 'URL', 'Events', 'Status', 'Created', 'Actions']}
+          >
+            {data.data.map((endpoint) => (
+              <tr key={endpoint.id}>
+                <td>{endpoint.id}</td>
+                <td>
+                  <code>{endpoint.url}</code>
+                  {endpoint.description !== null && (
+                    <>
+                      <br />
+                      {endpoint.description}
+                    </>
+                  )}
+                </td>
+                <td>{endpoint.events.join(', ')}</td>
+                <td class={endpoint.status === 'disabled' ? 'bad' : undefined}>
+                  {endpoint.status}
+                  {endpoint.disabled_reason !== null && (
+                    <>
+                      <br />
+                      <small>{endpoint.disabled_reason}</small>
+                    </>
+                  )}
+                </td>
+                <td>{formatDate(endpoint.created_at)}</td>
+                <td class="row-actions">
+                  <RowAction
+                    text="Deliveries"
+                    label={`Deliveries of endpoint ${endpoint.id}`}
+                    onClick={() => setLogOf(endpoint)}
+                  />
+                  {endpoint.status === 'enabled' ? (
+                    <RowAction
+                      text="Disable"
+                      label={`Disable endpoint ${endpoint.id}`}
+                      onClick={() => setStatus(endpoint, 'disabled')}
+                    />
+                  ) : (
+                    <RowAction
+                      text="Enable"
+                      label={`Enable endpoint ${endpoint.id}`}
+                      onClick={() => setStatus(endpoint, 'enabled')}
+                    />
+                  )}
+                  <RowAction
+                    text="Rotate secret"
+                    label={`Rotate secret of endpoint ${endpoint.id}`}
+                    onClick={() => setRotating(endpoint)}
+                  />
+                  <RowAction
+                    text="Delete"
+                    label={`Delete endpoint ${endpoint.id}`}
+                    danger
+                    onClick={() => setDeleting(endpoint)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
@@ -360,36 +356,29 @@ function DeliveryLog(props: { endpoint: Endpoint; onClose: () => void }) {
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>Deliveries, newest first</caption>
-              <ColumnHeads
-                names={['Event', 'Status', 'Attempts', 'Last answer', 'Next attempt', 'Actions']}
-              />
-              <tbody>
-                {data.data.map((delivery) => (
-                  <tr key={delivery.id}>
-                    <td>
-                      <code>{delivery.event_id}</code> {delivery.type}
-                    </td>
-                    <td class={delivery.status === 'failed' ? 'bad' : undefined}>
-                      {delivery.status}
-                    </td>
-                    <td>{delivery.attempts}</td>
-                    <td>{delivery.last_error ?? delivery.response_status ?? '—'}</td>
-                    <td>{formatDate(delivery.next_attempt_at)}</td>
-                    <td class="row-actions">
-                      <RowAction
-                        text={delivery.status === 'delivered' ? 'Send again' : 'Retry'}
-                        label={`${delivery.status === 'delivered' ? 'Send again' : 'Retry'} delivery of ${delivery.event_id}`}
-                        onClick={() => retry(delivery)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Deliveries, newest first</>}
+            columns={['Event', 'Status', 'Attempts', 'Last answer', 'Next attempt', 'Actions']}
+          >
+            {data.data.map((delivery) => (
+              <tr key={delivery.id}>
+                <td>
+                  <code>{delivery.event_id}</code> {delivery.type}
+                </td>
+                <td class={delivery.status === 'failed' ? 'bad' : undefined}>{delivery.status}</td>
+                <td>{delivery.attempts}</td>
+                <td>{delivery.last_error ?? delivery.response_status ?? '—'}</td>
+                <td>{formatDate(delivery.next_attempt_at)}</td>
+                <td class="row-actions">
+                  <RowAction
+                    text={delivery.status === 'delivered' ? 'Send again' : 'Retry'}
+                    label={`${delivery.status === 'delivered' ? 'Send again' : 'Retry'} delivery of ${delivery.event_id}`}
+                    onClick={() => retry(delivery)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           {data.data.length === 0 && <p>No deliveries yet.</p>}
           <CursorPager label="Delivery pages" pages={pages} next={data.pagination.next_cursor} />
         </>

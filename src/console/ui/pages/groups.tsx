@@ -1,17 +1,16 @@
 import { useState } from 'preact/hooks'
 import { call, problemWith } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
   Field,
   formatDate,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   SubmitOrCancel,
   useLoad,
   useOffsetView,
@@ -60,38 +59,37 @@ export function GroupsPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>
+          <ListTable
+            caption={
+              <>
                 {data.pagination.total} group{data.pagination.total === 1 ? '' : 's'}
-              </caption>
-              <ColumnHeads names={['Id', 'Name', 'Description', 'Members', 'Created', 'Actions']} />
-              <tbody>
-                {data.data.map((group) => (
-                  <tr key={group.id}>
-                    <td>{group.id}</td>
-                    <td>{group.name}</td>
-                    <td>{group.description ?? '—'}</td>
-                    <td>{group.members.length}</td>
-                    <td>{formatDate(group.created_at)}</td>
-                    <td class="row-actions">
-                      <RowAction
-                        text="Members"
-                        label={`Members of ${group.name}`}
-                        onClick={() => setOpen({ mode: 'members', id: group.id })}
-                      />
-                      <RowAction
-                        text="Delete"
-                        label={`Delete group ${group.name}`}
-                        danger
-                        onClick={() => setOpen({ mode: 'delete', group })}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+              </>
+            }
+            columns={['Id', 'Name', 'Description', 'Members', 'Created', 'Actions']}
+          >
+            {data.data.map((group) => (
+              <tr key={group.id}>
+                <td>{group.id}</td>
+                <td>{group.name}</td>
+                <td>{group.description ?? '—'}</td>
+                <td>{group.members.length}</td>
+                <td>{formatDate(group.created_at)}</td>
+                <td class="row-actions">
+                  <RowAction
+                    text="Members"
+                    label={`Members of ${group.name}`}
+                    onClick={() => setOpen({ mode: 'members', id: group.id })}
+                  />
+                  <RowAction
+                    text="Delete"
+                    label={`Delete group ${group.name}`}
+                    danger
+                    onClick={() => setOpen({ mode: 'delete', group })}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
@@ -216,31 +214,30 @@ function Members(props: { id: number; onClose: () => void }) {
     <Dialog title={`Members of ${data?.group.name ?? `group ${props.id}`}`} onClose={props.onClose}>
       <ErrorNote error={loadError} />
       {data !== null && (
-        <Scroller>
-          <table>
-            <caption>
+        <ListTable
+          caption={
+            <>
               {data.users.length} member{data.users.length === 1 ? '' : 's'}
-            </caption>
-            <ColumnHeads names={['Id', 'Name', 'Email', 'Actions']} />
-            <tbody>
-              {data.users.map((user) => (
-                <tr key={user.id}>
-                  <td>{user.id}</td>
-                  <td>{user.name}</td>
-                  <td>{user.email}</td>
-                  <td class="row-actions">
-                    <RowAction
-                      text="Take out"
-                      label={`Take out ${user.name}`}
-                      danger
-                      onClick={() => remove(user)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroller>
+            </>
+          }
+          columns={['Id', 'Name', 'Email', 'Actions']}
+        >
+          {data.users.map((user) => (
+            <tr key={user.id}>
+              <td>{user.id}</td>
+              <td>{user.name}</td>
+              <td>{user.email}</td>
+              <td class="row-actions">
+                <RowAction
+                  text="Take out"
+                  label={`Take out ${user.name}`}
+                  danger
+                  onClick={() => remove(user)}
+                />
+              </td>
+            </tr>
+          ))}
+        </ListTable>
       )}
       <form class="toolbar" onSubmit={add}>
         <Field

@@ -1,17 +1,16 @@
 import { useState } from 'preact/hooks'
 import { call, problemWith } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
   Field,
   formatDate,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   ShownOnce,
   SubmitOrCancel,
   useLoad,
@@ -63,39 +62,34 @@ export function KeysPage() {
       <ErrorNote error={error} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>Active API keys</caption>
-              <ColumnHeads
-                names={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
-              />
-              <tbody>
-                {data.page.data.map((key) => (
-                  <tr key={key.id}>
-                    <td>{key.id}</td>
-                    <td>
-                      {key.name}
-                      {key.id === data.ownId && <span class="tag"> (this console)</span>}
-                    </td>
-                    <td>
-                      <code>{key.prefix}…</code>
-                    </td>
-                    <td>{key.scopes.join(', ')}</td>
-                    <td>{key.expires_at === null ? 'never' : formatDate(key.expires_at)}</td>
-                    <td>{formatDate(key.last_used_at)}</td>
-                    <td class="row-actions">
-                      <RowAction
-                        text="Revoke"
-                        label={`Revoke key ${key.id}`}
-                        danger
-                        onClick={() => setRevoking(key)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Active API keys</>}
+            columns={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
+          >
+            {data.page.data.map((key) => (
+              <tr key={key.id}>
+                <td>{key.id}</td>
+                <td>
+                  {key.name}
+                  {key.id === data.ownId && <span class="tag"> (this console)</span>}
+                </td>
+                <td>
+                  <code>{key.prefix}…</code>
+                </td>
+                <td>{key.scopes.join(', ')}</td>
+                <td>{key.expires_at === null ? 'never' : formatDate(key.expires_at)}</td>
+                <td>{formatDate(key.last_used_at)}</td>
+                <td class="row-actions">
+                  <RowAction
+                    text="Revoke"
+                    label={`Revoke key ${key.id}`}
+                    danger
+                    onClick={() => setRevoking(key)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           <Pager page={data.page.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}

@@ -1,14 +1,13 @@
 import { useState } from 'preact/hooks'
 import { call } from '../api'
 import {
-  ColumnHeads,
   ErrorNote,
   formatDate,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   StatusFilter,
   useLoad,
   useOffsetView,
@@ -80,54 +79,49 @@ export function MailOutboxPage() {
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>Mail, newest first</caption>
-              <ColumnHeads
-                names={[
-                  'To',
-                  'Flow',
-                  'Status',
-                  'Attempts',
-                  'Last error or link',
-                  'Created',
-                  'Actions',
-                ]}
-              />
-              <tbody>
-                {data.data.map((mail) => {
-                  const link = mail.status === 'pending' ? linkOf(mail) : null
-                  return (
-                    <tr key={mail.id}>
-                      <td>{mail.to}</td>
-                      <td>{mail.flow}</td>
-                      <td class={mail.status === 'failed' ? 'bad' : undefined}>{mail.status}</td>
-                      <td>{mail.attempts}</td>
-                      <td>
-                        {link !== null ? (
-                          <a href={link} rel="noreferrer">
-                            Open the link
-                          </a>
-                        ) : (
-                          (mail.last_error ?? '—')
-                        )}
-                      </td>
-                      <td>{formatDate(mail.created_at)}</td>
-                      <td class="row-actions">
-                        {mail.status === 'failed' && (
-                          <RowAction
-                            text="Resend"
-                            label={`Resend message ${mail.id} to ${mail.to}`}
-                            onClick={() => resend(mail)}
-                          />
-                        )}
-                      </td>
-                    </tr>
-                  )
-                })}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Mail, newest first</>}
+            columns={[
+              'To',
+              'Flow',
+              'Status',
+              'Attempts',
+              'Last error or link',
+              'Created',
+              'Actions',
+            ]}
+          >
+            {data.data.map((mail) => {
+              const link = mail.status === 'pending' ? linkOf(mail) : null
+              return (
+                <tr key={mail.id}>
+                  <td>{mail.to}</td>
+                  <td>{mail.flow}</td>
+                  <td class={mail.status === 'failed' ? 'bad' : undefined}>{mail.status}</td>
+                  <td>{mail.attempts}</td>
+                  <td>
+                    {link !== null ? (
+                      <a href={link} rel="noreferrer">
+                        Open the link
+                      </a>
+                    ) : (
+                      (mail.last_error ?? '—')
+                    )}
+                  </td>
+                  <td>{formatDate(mail.created_at)}</td>
+                  <td class="row-actions">
+                    {mail.status === 'failed' && (
+                      <RowAction
+                        text="Resend"
+                        label={`Resend message ${mail.id} to ${mail.to}`}
+                        onClick={() => resend(mail)}
+                      />
+                    )}
+                  </td>
+                </tr>
+              )
+            })}
+          </ListTable>
           <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}

@@ -1,15 +1,14 @@
 import { useState } from 'preact/hooks'
 import { call, session } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
   Field,
   formatDate,
+  ListTable,
   Notice,
   RowAction,
-  Scroller,
   useLoad,
 } from '../components'
 import { createPasskey, passkeysSupported } from '../passkeys'
@@ -134,35 +133,32 @@ function OwnFactors() {
         {!passkeysSupported() && <p>This browser cannot use passkeys on this address.</p>}
         {factors !== undefined && factors.passkeys.length === 0 && <p>No passkeys yet.</p>}
         {factors !== undefined && factors.passkeys.length > 0 && (
-          <Scroller>
-            <table>
-              <caption>Your passkeys</caption>
-              <ColumnHeads names={['Name', 'Added', 'Last used', 'Status', 'Actions']} />
-              <tbody>
-                {factors.passkeys.map((passkey) => (
-                  <tr key={passkey.id}>
-                    <td>{passkey.name}</td>
-                    <td>{formatDate(passkey.created_at)}</td>
-                    <td>{formatDate(passkey.last_used_at)}</td>
-                    <td>
-                      {passkey.flagged_at !== null
-                        ? 'Refused: looks cloned'
-                        : passkey.backed_up
-                          ? 'Synced'
-                          : 'On one device'}
-                    </td>
-                    <td>
-                      <RowAction
-                        text="Delete"
-                        label={`Delete passkey ${passkey.name}`}
-                        onClick={() => setRemoving(passkey)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Your passkeys</>}
+            columns={['Name', 'Added', 'Last used', 'Status', 'Actions']}
+          >
+            {factors.passkeys.map((passkey) => (
+              <tr key={passkey.id}>
+                <td>{passkey.name}</td>
+                <td>{formatDate(passkey.created_at)}</td>
+                <td>{formatDate(passkey.last_used_at)}</td>
+                <td>
+                  {passkey.flagged_at !== null
+                    ? 'Refused: looks cloned'
+                    : passkey.backed_up
+                      ? 'Synced'
+                      : 'On one device'}
+                </td>
+                <td>
+                  <RowAction
+                    text="Delete"
+                    label={`Delete passkey ${passkey.name}`}
+                    onClick={() => setRemoving(passkey)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         )}
         <button type="button" class="primary" onClick={addPasskey}>
           Add a passkey

@@ -1,18 +1,17 @@
 import { useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
   formatBytes,
   formatDate,
   ListState,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   useLoad,
   useOffsetView,
 } from '../components'
@@ -64,41 +63,36 @@ export function UploadsPage() {
       />
       {data !== null && data.data.length > 0 && (
         <>
-          <Scroller>
-            <table>
-              <caption>Uploads, newest first</caption>
-              <ColumnHeads
-                names={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
-              />
-              <tbody>
-                {data.data.map((upload) => (
-                  <tr key={upload.id}>
-                    <td>
-                      <code>{upload.id}</code>
-                    </td>
-                    <td>{upload.description ?? '—'}</td>
-                    <td>{upload.files.map((file) => file.filename).join(', ')}</td>
-                    <td>{formatBytes(totalSize(upload))}</td>
-                    <td>{upload.public ? 'public' : 'private'}</td>
-                    <td>{formatDate(upload.created_at)}</td>
-                    <td class="row-actions">
-                      <RowAction
-                        text="Details"
-                        label={`Details of upload ${upload.id}`}
-                        onClick={() => setShowing(upload)}
-                      />
-                      <RowAction
-                        text="Delete"
-                        label={`Delete upload ${upload.id}`}
-                        danger
-                        onClick={() => setDeleting(upload)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Uploads, newest first</>}
+            columns={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
+          >
+            {data.data.map((upload) => (
+              <tr key={upload.id}>
+                <td>
+                  <code>{upload.id}</code>
+                </td>
+                <td>{upload.description ?? '—'}</td>
+                <td>{upload.files.map((file) => file.filename).join(', ')}</td>
+                <td>{formatBytes(totalSize(upload))}</td>
+                <td>{upload.public ? 'public' : 'private'}</td>
+                <td>{formatDate(upload.created_at)}</td>
+                <td class="row-actions">
+                  <RowAction
+                    text="Details"
+                    label={`Details of upload ${upload.id}`}
+                    onClick={() => setShowing(upload)}
+                  />
+                  <RowAction
+                    text="Delete"
+                    label={`Delete upload ${upload.id}`}
+                    danger
+                    onClick={() => setDeleting(upload)}
+                  />
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
@@ -148,32 +142,29 @@ function UploadDetails(props: { upload: Upload; onClose: () => void }) {
         <dt>Created</dt>
         <dd>{formatDate(upload.created_at)}</dd>
       </dl>
-      <Scroller>
-        <table>
-          <caption>Files</caption>
-          <ColumnHeads names={['Name', 'Field', 'Type', 'Size', 'SHA-256', 'Actions']} />
-          <tbody>
-            {upload.files.map((file) => (
-              <tr key={file.id}>
-                <td>{file.filename}</td>
-                <td>{file.field}</td>
-                <td>{file.content_type}</td>
-                <td>{formatBytes(file.size)}</td>
-                <td>
-                  <code class="hash">{file.sha256}</code>
-                </td>
-                <td>
-                  <RowAction
-                    text="Download"
-                    label={`Download ${file.filename}`}
-                    onClick={() => fetchFile(file)}
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroller>
+      <ListTable
+        caption={<>Files</>}
+        columns={['Name', 'Field', 'Type', 'Size', 'SHA-256', 'Actions']}
+      >
+        {upload.files.map((file) => (
+          <tr key={file.id}>
+            <td>{file.filename}</td>
+            <td>{file.field}</td>
+            <td>{file.content_type}</td>
+            <td>{formatBytes(file.size)}</td>
+            <td>
+              <code class="hash">{file.sha256}</code>
+            </td>
+            <td>
+              <RowAction
+                text="Download"
+                label={`Download ${file.filename}`}
+                onClick={() => fetchFile(file)}
+              />
+            </td>
+          </tr>
+        ))}
+      </ListTable>
       <Notice text={notice} />
       <ErrorNote error={error} />
       <div class="actions">

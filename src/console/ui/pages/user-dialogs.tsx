@@ -1,12 +1,11 @@
 import { useState } from 'preact/hooks'
 import { ApiError, call, problemWith } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   Dialog,
   ErrorNote,
   Field,
-  Scroller,
+  ListTable,
   SubmitOrCancel,
   useLoad,
 } from '../components'
@@ -340,24 +339,21 @@ export function EditUser(props: {
       {values !== null && conflict !== null && (
         <div class="conflict" role="alert">
           <p>Someone else changed this user while you were editing. Choose which values to keep.</p>
-          <Scroller>
-            <table>
-              <caption>Your changes and the values saved now</caption>
-              <ColumnHeads names={['Field', 'Yours', 'Saved now']} />
-              <tbody>
-                <tr>
-                  <th scope="row">Name</th>
-                  <td>{values.name}</td>
-                  <td>{conflict.user.name}</td>
-                </tr>
-                <tr>
-                  <th scope="row">Email</th>
-                  <td>{values.email}</td>
-                  <td>{conflict.user.email}</td>
-                </tr>
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Your changes and the values saved now</>}
+            columns={['Field', 'Yours', 'Saved now']}
+          >
+            <tr>
+              <th scope="row">Name</th>
+              <td>{values.name}</td>
+              <td>{conflict.user.name}</td>
+            </tr>
+            <tr>
+              <th scope="row">Email</th>
+              <td>{values.email}</td>
+              <td>{conflict.user.email}</td>
+            </tr>
+          </ListTable>
           <ErrorNote error={error} />
           <div class="actions">
             <button type="button" class="primary" onClick={() => save(conflict.etag)}>

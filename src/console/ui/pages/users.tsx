@@ -1,16 +1,15 @@
 import { useEffect, useState } from 'preact/hooks'
 import { call, download, saveBlob } from '../api'
 import {
-  ColumnHeads,
   Confirm,
   ErrorNote,
   Field,
   formatDate,
   ListState,
+  ListTable,
   Notice,
   Pager,
   RowAction,
-  Scroller,
   useLoad,
   useOffsetView,
 } from '../components'
@@ -121,60 +120,55 @@ export function UsersPage() {
         }
       />
       {data !== null && data.data.length > 0 && (
-        <Scroller>
-          <table>
-            <caption>
+        <ListTable
+          caption={
+            <>
               {data.pagination.total} user{data.pagination.total === 1 ? '' : 's'}
               {searched ? ' found' : ''}
-            </caption>
-            <ColumnHeads
-              names={[
-                'Id',
-                'Name',
-                'Email',
-                'Verified',
-                'Role',
-                'Status',
-                'Groups',
-                'Created',
-                'Actions',
-              ]}
-            />
-            <tbody>
-              {data.data.map((user) => (
-                <tr key={user.id}>
-                  <td>{user.id}</td>
-                  <td>{user.name}</td>
-                  <td>{user.email}</td>
-                  <td>
-                    {user.email_verified_at === null ? 'no' : formatDate(user.email_verified_at)}
-                  </td>
-                  <td>{user.role}</td>
-                  <td>{user.active ? 'active' : 'deactivated'}</td>
-                  <td>
-                    {user.groups.length === 0
-                      ? '—'
-                      : user.groups.map((id) => groupNames.get(id) ?? `#${id}`).join(', ')}
-                  </td>
-                  <td>{formatDate(user.created_at)}</td>
-                  <td class="row-actions">
-                    <RowAction
-                      text="Edit"
-                      label={`Edit user ${user.id}`}
-                      onClick={() => setEditing({ mode: 'edit', id: user.id })}
-                    />
-                    <RowAction
-                      text="Delete"
-                      label={`Delete user ${user.id}`}
-                      danger
-                      onClick={() => setEditing({ mode: 'delete', user })}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroller>
+            </>
+          }
+          columns={[
+            'Id',
+            'Name',
+            'Email',
+            'Verified',
+            'Role',
+            'Status',
+            'Groups',
+            'Created',
+            'Actions',
+          ]}
+        >
+          {data.data.map((user) => (
+            <tr key={user.id}>
+              <td>{user.id}</td>
+              <td>{user.name}</td>
+              <td>{user.email}</td>
+              <td>{user.email_verified_at === null ? 'no' : formatDate(user.email_verified_at)}</td>
+              <td>{user.role}</td>
+              <td>{user.active ? 'active' : 'deactivated'}</td>
+              <td>
+                {user.groups.length === 0
+                  ? '—'
+                  : user.groups.map((id) => groupNames.get(id) ?? `#${id}`).join(', ')}
+              </td>
+              <td>{formatDate(user.created_at)}</td>
+              <td class="row-actions">
+                <RowAction
+                  text="Edit"
+                  label={`Edit user ${user.id}`}
+                  onClick={() => setEditing({ mode: 'edit', id: user.id })}
+                />
+                <RowAction
+                  text="Delete"
+                  label={`Delete user ${user.id}`}
+                  danger
+                  onClick={() => setEditing({ mode: 'delete', user })}
+                />
+              </td>
+            </tr>
+          ))}
+        </ListTable>
       )}
       {data !== null && data.pagination.total > 0 && (
         <Pager page={data.pagination} onOffset={list.setOffset} onLimit={list.setLimit} />

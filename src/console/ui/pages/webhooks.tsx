@@ -1,14 +1,13 @@
 import { useState } from 'preact/hooks'
 import { call } from '../api'
 import {
-  ColumnHeads,
   ErrorNote,
   formatDate,
+  ListTable,
   Notice,
   type OffsetPage,
   Pager,
   RowAction,
-  Scroller,
   StatusFilter,
   useLoad,
   useOffsetView,
@@ -69,37 +68,32 @@ export function WebhooksPage() {
       <ErrorNote error={error ?? actionError} />
       {data !== null && (
         <>
-          <Scroller>
-            <table>
-              <caption>Webhook events, newest first</caption>
-              <ColumnHeads
-                names={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
-              />
-              <tbody>
-                {data.data.map((event) => (
-                  <tr key={`${event.scheme}:${event.id}`}>
-                    <td>
-                      <code>{event.id}</code>
-                    </td>
-                    <td>{event.type}</td>
-                    <td class={event.status === 'failed' ? 'bad' : undefined}>{event.status}</td>
-                    <td>{event.attempts}</td>
-                    <td>{event.error ?? '—'}</td>
-                    <td>{formatDate(event.received_at)}</td>
-                    <td class="row-actions">
-                      {event.status === 'failed' && (
-                        <RowAction
-                          text="Retry"
-                          label={`Retry event ${event.id}`}
-                          onClick={() => retry(event)}
-                        />
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroller>
+          <ListTable
+            caption={<>Webhook events, newest first</>}
+            columns={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
+          >
+            {data.data.map((event) => (
+              <tr key={`${event.scheme}:${event.id}`}>
+                <td>
+                  <code>{event.id}</code>
+                </td>
+                <td>{event.type}</td>
+                <td class={event.status === 'failed' ? 'bad' : undefined}>{event.status}</td>
+                <td>{event.attempts}</td>
+                <td>{event.error ?? '—'}</td>
+                <td>{formatDate(event.received_at)}</td>
+                <td class="row-actions">
+                  {event.status === 'failed' && (
+                    <RowAction
+                      text="Retry"
+                      label={`Retry event ${event.id}`}
+                      onClick={() => retry(event)}
+                    />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </ListTable>
           <Pager page={data.pagination} onOffset={setOffset} onLimit={setLimit} />
         </>
       )}
