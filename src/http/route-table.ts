@@ -37,7 +37,8 @@ export class RouteTable {
       byPath.set(route.path, methods)
     }
     for (const [template, methods] of byPath) {
-      if (methods.has('GET')) methods.add('HEAD')
+      // HEAD comes with GET, but not under SCIM, which defines no HEAD (RFC 7644) and refuses it.
+      if (methods.has('GET') && !template.startsWith('/scim/')) methods.add('HEAD')
       methods.add('OPTIONS')
       const match = { template, methods: sortMethods(methods) }
       if (template.includes(':') || template.includes('*')) {

@@ -545,14 +545,12 @@ describe('the OpenAPI document gives generated clients what they need', () => {
       const concrete = path.replace(/\{[^}]+\}/g, String(created.body.id))
       const answer = await t.call('OPTIONS', concrete)
       expect({ path, status: answer.status }).toEqual({ path, status: 204 })
-      const allowed = (answer.headers.get('allow') ?? '').split(/,\s*/)
-      for (const method of methods) {
-        expect({ path, method, allowed: allowed.includes(method.toUpperCase()) }).toEqual({
-          path,
-          method,
-          allowed: true,
-        })
-      }
+      // Allow names exactly the methods the document gives the path.
+      const allowed = (answer.headers.get('allow') ?? '').split(/,\s*/).sort()
+      expect({ path, allowed }).toEqual({
+        path,
+        allowed: methods.map((method) => method.toUpperCase()).sort(),
+      })
     }
     for (const path of ['/users', `/users/${created.body.id}`, '/v2/users', '/health']) {
       const [get, head] = [await t.get(path), await t.call('HEAD', path)]
