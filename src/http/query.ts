@@ -72,6 +72,11 @@ export class QueryReader {
     return fallback
   }
 
+  /** Whether `name` was read without a problem (absent counts as valid). */
+  isValid(name: string): boolean {
+    return !this.problems.some((problem) => problem.field === name)
+  }
+
   has(name: string): boolean {
     return this.params.has(name)
   }

@@ -1,12 +1,81 @@
-import type { Cursor } from './cursor'
 import { emailKey, type User, type UserFilters } from './records'
-import { foldForSearch } from './search-key'
+import { foldForSearch, searchKeyOf } from './search-key'
 
 /** The longest `q` (a substring of name or email) a search takes. */
 export const MAX_QUERY_LENGTH = 200
 
+/**
+ * The orders a v2 list may ask for (`sort`), `-` for descending, as PocketBase and JSON:API
+ * write it. `name` orders by the folded name (users/search-key.ts: case and accents aside,
+ * then the email), `email` by the email as uniqueness folds it; both compare code points, the
+ * same on every database, and ties go by id. `id` is creation order.
+ */
+export const SORT_CHOICES = ['id', '-id', 'name', '-name', 'email', '-email'] as const
+export type UserSort = (typeof SORT_CHOICES)[number]
+
+/** The column a sort orders by, besides the id that breaks ties. */
+export type SortKey = 'name' | 'email' | null
+
+export function sortKeyOf(sort: UserSort): SortKey {
+  const field = sort.replace('-', '')
+  return field === 'id' ? null : (field as SortKey)
+}
+
+export function isDescending(sort: UserSort): boolean {
+  return sort.startsWith('-')
+}
+
+/** Where a user stands in a sort: its id and, for name and email, the key the database orders. */
+export function positionOf(user: Pick<User, 'id' | 'name' | 'email'>, sort: UserSort): Position {
+  const key = sortKeyOf(sort)
+  if (key === null) return { id: user.id }
+  return {
+    id: user.id,
+    key: key === 'name' ? searchKeyOf(user.name, user.email) : emailKey(user.email),
+  }
+}
+
+/**
+ * The place just past `position` in the sort's direction: ids are whole numbers, so the rows
+ * before it are those up to and including `position` (an empty page still links back to it).
+ */
+function justAfter(position: Position, sort: UserSort): Position {
+  return { ...position, id: position.id + (isDescending(sort) ? -1 : 1) }
+}
+
+/** The place just before `position` in the sort's direction (justAfter's mirror). */
+function justBefore(position: Position, sort: UserSort): Position {
+  return { ...position, id: position.id + (isDescending(sort) ? 1 : -1) }
+}
+
+/**
+ * How a keyset read compares and orders for a sort: rows after a position (in the sort's
+ * order) are greater than it when ascending, smaller when descending; rows before it are read
+ * nearest first, so in the opposite order.
+ */
+export function keysetOrder(
+  sort: UserSort,
+  side: 'after' | 'before',
+): { comparison: '>' | '<'; order: 'ASC' | 'DESC' } {
+  const ascending = isDescending(sort) === (side === 'before')
+  return ascending ? { comparison: '>', order: 'ASC' } : { comparison: '<', order: 'DESC' }
+}
+
+/** Where a row stands in a sort: its id and, unless the sort is by id, the sort's key. */
+export interface Position {
+  id: number
+  key?: string
+}
+
+/** A keyset position in a sort: the page holds the rows after (or before) it. */
+export interface Cursor extends Position {
+  direction: 'after' | 'before'
+  sort: UserSort
+}
+
 export interface SearchRequest {
   limit: number
+  sort: UserSort
   /** Ignored when a cursor is given. */
   offset: number
   cursor?: Cursor
@@ -45,16 +114,16 @@ export function likePattern(q: string): string {
 }
 
 /**
- * One read the v2 list asks of the database, over the request's filters, ids ascending unless
- * said otherwise: how many users match; a page from an offset; the page after (or before, the
- * nearest first) an id; whether any user lies before or after an id.
+ * One read the v2 list asks of the database, over the request's filters and in its sort:
+ * how many users match; a page from an offset; the page after (or before, the nearest first)
+ * a position; whether any user lies before or after a position (keysetOrder says how).
  */
 export type SearchStep =
   | { kind: 'count' }
   | { kind: 'fromOffset'; offset: number; limit: number }
-  | { kind: 'after'; id: number; limit: number }
-  | { kind: 'before'; id: number; limit: number }
-  | { kind: 'exists'; side: 'before' | 'after'; id: number }
+  | { kind: 'after'; at: Position; limit: number }
+  | { kind: 'before'; at: Position; limit: number }
+  | { kind: 'exists'; side: 'before' | 'after'; at: Position }
 
 /** What each step answers: a count, a page of users, or whether one exists. */
 export type StepAnswer = number | User[] | boolean
@@ -76,7 +145,7 @@ export function searchFilters(filters: UserFilters): SearchFilters {
 export function* searchPlan(
   request: SearchRequest,
 ): Generator<SearchStep, SearchResult, StepAnswer> {
-  const { limit, cursor } = request
+  const { limit, cursor, sort } = request
   const total = request.counted ? ((yield { kind: 'count' }) as number) : null
   if (cursor === undefined) {
     const rows = (yield { kind: 'fromOffset', offset: request.offset, limit: limit + 1 }) as User[]
@@ -86,30 +155,33 @@ export function* searchPlan(
       data,
       total,
       offset: request.offset,
-      next: rows.length > limit && last ? { direction: 'after', id: last.id } : null,
+      next:
+        rows.length > limit && last
+          ? { direction: 'after', sort, ...positionOf(last, sort) }
+          : null,
       prev: request.offset > 0 ? { offset: Math.max(0, request.offset - limit) } : null,
     }
   }
+  const at: Position =
+    cursor.key === undefined ? { id: cursor.id } : { id: cursor.id, key: cursor.key }
   const forward = cursor.direction === 'after'
-  const rows = (yield {
-    kind: forward ? 'after' : 'before',
-    id: cursor.id,
-    limit: limit + 1,
-  }) as User[]
+  const rows = (yield { kind: forward ? 'after' : 'before', at, limit: limit + 1 }) as User[]
   const more = rows.length > limit
   const data = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse()
-  const first = data[0]?.id ?? (forward ? cursor.id + 1 : cursor.id)
-  const last = data.at(-1)?.id ?? (forward ? cursor.id : cursor.id - 1)
+  const firstRow = data[0]
+  const lastRow = data.at(-1)
+  const first = firstRow ? positionOf(firstRow, sort) : forward ? justAfter(at, sort) : at
+  const last = lastRow ? positionOf(lastRow, sort) : forward ? at : justBefore(at, sort)
   const hasBefore = forward
-    ? ((yield { kind: 'exists', side: 'before', id: first }) as boolean)
+    ? ((yield { kind: 'exists', side: 'before', at: first }) as boolean)
     : more
-  const hasAfter = forward ? more : ((yield { kind: 'exists', side: 'after', id: last }) as boolean)
+  const hasAfter = forward ? more : ((yield { kind: 'exists', side: 'after', at: last }) as boolean)
   return {
     data,
     total,
     offset: null,
-    next: hasAfter ? { direction: 'after', id: last } : null,
-    prev: hasBefore ? { direction: 'before', id: first } : null,
+    next: hasAfter ? { direction: 'after', sort, ...last } : null,
+    prev: hasBefore ? { direction: 'before', sort, ...first } : null,
   }
 }
 

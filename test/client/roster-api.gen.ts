@@ -1910,7 +1910,7 @@ export interface paths {
         };
         /**
          * List users (v2: cursor and filters)
-         * @description v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.
+         * @description v1 plus keyset pagination (cursor, next_cursor), the email and q filters and a sort; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.
          */
         get: operations["getV2Users"];
         put?: never;
@@ -19843,8 +19843,10 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
-                /** @description next_cursor of the previous page; do not combine with offset */
+                /** @description next_cursor of the previous page (or a cursor from the Link header); send the same limit, filters and sort with it; do not combine with offset */
                 cursor?: string;
+                /** @description id: creation order; name: the name without regard to case or accents, then the email; email: the email without regard to case. A leading - reverses. Ties go by id; text compares by code point, the same on every database. */
+                sort?: "id" | "-id" | "name" | "-name" | "email" | "-email";
                 /** @description exact email, compared without regard to case */
                 email?: string;
                 /** @description substring of name or email, without regard to case or accents ("jose" finds "José"); from 3 characters through an index, shorter ones read every user */
@@ -20130,8 +20132,10 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
-                /** @description next_cursor of the previous page; do not combine with offset */
+                /** @description next_cursor of the previous page (or a cursor from the Link header); send the same limit, filters and sort with it; do not combine with offset */
                 cursor?: string;
+                /** @description id: creation order; name: the name without regard to case or accents, then the email; email: the email without regard to case. A leading - reverses. Ties go by id; text compares by code point, the same on every database. */
+                sort?: "id" | "-id" | "name" | "-name" | "email" | "-email";
                 /** @description exact email, compared without regard to case */
                 email?: string;
                 /** @description substring of name or email, without regard to case or accents ("jose" finds "José"); from 3 characters through an index, shorter ones read every user */

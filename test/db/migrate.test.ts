@@ -148,7 +148,13 @@ describe('migration 0016-0017 on a database that already has users (issue 34)', 
     const deps = await makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
     try {
       const search = () =>
-        deps.users.search({ limit: 5, offset: 0, filters: { q: 'ZOE 2499' }, counted: true })
+        deps.users.search({
+          sort: 'id',
+          limit: 5,
+          offset: 0,
+          filters: { q: 'ZOE 2499' },
+          counted: true,
+        })
       expect(await deps.users.count()).toBe(users)
       expect((await search()).total).toBe(11)
       await deps.catchUp()

@@ -92,6 +92,7 @@ describe('the SQLite search index', () => {
     expect(await f.deps.users.count()).toBe(55)
     f.integrity()
     const found = await f.deps.users.search({
+      sort: 'id',
       limit: 100,
       offset: 0,
       filters: { q: 'renamed' },

@@ -127,6 +127,7 @@ describe('PostgreSQL migrations', () => {
       const rows = createPgUserRows(sql, () => new Date())
       expect(await rows.count()).toBe(25_000)
       const found = await rows.search({
+        sort: 'id',
         limit: 5,
         offset: 0,
         filters: { q: 'ZOE 2499' },

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
-import type { UserRecord } from '../../src/users/records'
+import type { User, UserRecord } from '../../src/users/records'
+import type { Cursor, UserSort } from '../../src/users/search'
 import type { UserStore } from '../../src/users/store'
 import { codeOf, twoInstances } from '../helpers/stores'
 
@@ -419,6 +420,7 @@ describe('users store contract: the v2 search', () => {
       await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null }, SYSTEM)
     }
     const first = await env.b.users.search({
+      sort: 'id',
       limit: 4,
       offset: 0,
       filters: { q: 'team_' },
@@ -426,33 +428,43 @@ describe('users store contract: the v2 search', () => {
     })
     expect(first.total).toBe(10)
     expect(first.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
-    expect(first.next).toEqual({ direction: 'after', id: 12 })
+    expect(first.next).toEqual({ direction: 'after', sort: 'id', id: 12 })
     expect(first.prev).toBeNull()
     // `_` is literal, not a wildcard: "Solo 1_" matches nothing.
     expect(
-      (await env.b.users.search({ limit: 4, offset: 0, filters: { q: 'o_1' }, counted: true }))
-        .total,
+      (
+        await env.b.users.search({
+          sort: 'id',
+          limit: 4,
+          offset: 0,
+          filters: { q: 'o_1' },
+          counted: true,
+        })
+      ).total,
     ).toBe(0)
     const second = await env.b.users.search({
+      sort: 'id',
       limit: 4,
       offset: 0,
-      cursor: { direction: 'after', id: 12 },
+      cursor: { direction: 'after', sort: 'id', id: 12 },
       filters: { q: 'TEAM' },
       counted: true,
     })
     expect(second.data.map((user) => user.id)).toEqual([15, 18, 21, 24])
-    expect(second.prev).toEqual({ direction: 'before', id: 15 })
+    expect(second.prev).toEqual({ direction: 'before', sort: 'id', id: 15 })
     expect(second.offset).toBeNull()
     const back = await env.b.users.search({
+      sort: 'id',
       limit: 4,
       offset: 0,
-      cursor: { direction: 'before', id: 15 },
+      cursor: { direction: 'before', sort: 'id', id: 15 },
       filters: { q: 'team' },
       counted: true,
     })
     expect(back.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
     expect(back.prev).toBeNull()
     const last = await env.b.users.search({
+      sort: 'id',
       limit: 4,
       offset: 8,
       filters: { q: 'team' },
@@ -462,6 +474,7 @@ describe('users store contract: the v2 search', () => {
     expect(last.next).toBeNull()
     expect(last.prev).toEqual({ offset: 4 })
     const byEmail = await env.b.users.search({
+      sort: 'id',
       limit: 5,
       offset: 0,
       filters: { email: 'P7@EXAMPLE.com' },
@@ -471,11 +484,185 @@ describe('users store contract: the v2 search', () => {
   })
 })
 
+describe('users store contract: sorted by name, email or id, both ways', () => {
+  // Case, accents, a shared name, a prefix of another name and a non-Latin script: the order
+  // is the folded name (then the email) by code point, the same on every database.
+  const people: [string, string][] = [
+    ['bob', 'bob@example.com'],
+    ['Ada', 'z-ada@example.com'],
+    ['Émile', 'emile@example.com'],
+    ['ada', 'a-ada@example.com'],
+    ['Zoë', 'ZOE@example.com'],
+    ['Anna', 'anna@example.com'],
+    ['Ann', 'Ann@Example.com'],
+    ['Ärger', 'arger@example.com'],
+    ['Ωmega', 'omega@example.com'],
+    ['zed', 'Zed@example.com'],
+    ['Ada', 'm-ada@example.com'],
+  ]
+  const byName = [
+    'ada',
+    'Ada',
+    'Ada',
+    'Ann',
+    'Anna',
+    'Ärger',
+    'bob',
+    'Émile',
+    'zed',
+    'Zoë',
+    'Ωmega',
+  ]
+  const byEmail = [
+    'a-ada@example.com',
+    'Ann@Example.com',
+    'anna@example.com',
+    'arger@example.com',
+    'bob@example.com',
+    'emile@example.com',
+    'm-ada@example.com',
+    'omega@example.com',
+    'z-ada@example.com',
+    'Zed@example.com',
+    'ZOE@example.com',
+  ]
+
+  async function sortedRoster() {
+    const env = await twoInstances()
+    for (const [name, email] of people)
+      await env.a.users.create({ name, email, passwordHash: null }, SYSTEM)
+    return env
+  }
+
+  /** Every user in the sort, read a page of `limit` at a time by cursor, forward then back. */
+  async function walk(users: UserStore, sort: UserSort, limit: number, filters = {}) {
+    const pages: User[][] = []
+    let page = await users.search({ sort, limit, offset: 0, filters, counted: false })
+    pages.push(page.data)
+    while (page.next !== null) {
+      page = await users.search({
+        sort,
+        limit,
+        offset: 0,
+        cursor: page.next,
+        filters,
+        counted: false,
+      })
+      pages.push(page.data)
+    }
+    const back: User[][] = [page.data]
+    while (page.prev !== null) {
+      expect(page.prev).not.toHaveProperty('offset')
+      page = await users.search({
+        sort,
+        limit,
+        offset: 0,
+        cursor: page.prev as Cursor,
+        filters,
+        counted: false,
+      })
+      back.unshift(page.data)
+    }
+    expect(back).toEqual(pages)
+    return pages.flat()
+  }
+
+  test('name and email order by their folded text, a name then by email; a leading - reverses it', async () => {
+    await using env = await sortedRoster()
+    const names = (users: User[]) => users.map((user) => user.name)
+    const emails = (users: User[]) => users.map((user) => user.email)
+    for (const limit of [1, 2, 3, 100]) {
+      expect(names(await walk(env.b.users, 'name', limit))).toEqual(byName)
+      expect(names(await walk(env.b.users, '-name', limit))).toEqual(byName.toReversed())
+      expect(emails(await walk(env.b.users, 'email', limit))).toEqual(byEmail)
+      expect(emails(await walk(env.b.users, '-email', limit))).toEqual(byEmail.toReversed())
+      const ids = (await walk(env.b.users, '-id', limit)).map((user) => user.id)
+      expect(ids).toEqual(people.map((_, index) => people.length - index))
+    }
+    // Users of one name go by email: the Adas are a-ada, m-ada, z-ada, whatever their ids.
+    const adas = (users: User[]) =>
+      users.filter((user) => user.name.toLowerCase() === 'ada').map((u) => u.id)
+    expect(adas(await walk(env.b.users, 'name', 2))).toEqual([4, 11, 2])
+    expect(adas(await walk(env.b.users, '-name', 2))).toEqual([2, 11, 4])
+  })
+
+  test('offsets, filters and the total follow the sort', async () => {
+    await using env = await sortedRoster()
+    const page = await env.b.users.search({
+      sort: '-name',
+      limit: 3,
+      offset: 2,
+      filters: {},
+      counted: true,
+    })
+    expect(page.data.map((user) => user.name)).toEqual(byName.toReversed().slice(2, 5))
+    expect(page.total).toBe(people.length)
+    expect(page.next).toMatchObject({ direction: 'after', sort: '-name', id: 1 })
+    const ann = await walk(env.b.users, 'email', 1, { q: 'ann' })
+    expect(ann.map((user) => user.email)).toEqual(['Ann@Example.com', 'anna@example.com'])
+  })
+
+  test('a cursor whose user is gone, or renamed, still marks its place', async () => {
+    await using env = await sortedRoster()
+    const first = await env.b.users.search({
+      sort: 'name',
+      limit: 4,
+      offset: 0,
+      filters: {},
+      counted: false,
+    })
+    expect(first.data.map((user) => user.name)).toEqual(byName.slice(0, 4))
+    const ann = first.data[3] as User
+    await env.a.users.remove(ann.id, ANY_VERSION, SYSTEM)
+    const next = first.next as Cursor
+    const second = await env.b.users.search({
+      sort: 'name',
+      limit: 4,
+      offset: 0,
+      cursor: next,
+      filters: {},
+      counted: false,
+    })
+    expect(second.data.map((user) => user.name)).toEqual(byName.slice(4, 8))
+    // Back from the second page: the three users before Anna, Ann gone.
+    const back = await env.b.users.search({
+      sort: 'name',
+      limit: 4,
+      offset: 0,
+      cursor: second.prev as Cursor,
+      filters: {},
+      counted: false,
+    })
+    expect(back.data.map((user) => user.name)).toEqual(byName.slice(0, 3))
+    expect(back.prev).toBeNull()
+    // Past the end: an empty page that links back to the last user, included.
+    const end = await env.b.users.search({
+      sort: 'name',
+      limit: 4,
+      offset: 0,
+      cursor: { direction: 'after', sort: 'name', id: 11, key: '\uffff' },
+      filters: {},
+      counted: false,
+    })
+    expect(end.data).toEqual([])
+    expect(end.next).toBeNull()
+    const last = await env.b.users.search({
+      sort: 'name',
+      limit: 4,
+      offset: 0,
+      cursor: end.prev as Cursor,
+      filters: {},
+      counted: false,
+    })
+    expect(last.data.map((user) => user.name)).toEqual(byName.slice(-4))
+  })
+})
+
 describe('users store contract: q without regard to case or accents, through the index', () => {
   const find = async (users: UserStore, q: string) =>
-    (await users.search({ limit: 100, offset: 0, filters: { q }, counted: true })).data.map(
-      (user) => user.name,
-    )
+    (
+      await users.search({ sort: 'id', limit: 100, offset: 0, filters: { q }, counted: true })
+    ).data.map((user) => user.name)
 
   test('finds a name or an email by any piece of it, folded the same way on every database', async () => {
     await using env = await twoInstances()
@@ -538,8 +725,15 @@ describe('users store contract: q without regard to case or accents, through the
     await env.a.catchUp()
     expect(await find(env.b.users, 'augusta')).toEqual([])
     expect(
-      (await env.b.users.search({ limit: 5, offset: 0, filters: { q: 'king' }, counted: true }))
-        .total,
+      (
+        await env.b.users.search({
+          sort: 'id',
+          limit: 5,
+          offset: 0,
+          filters: { q: 'king' },
+          counted: true,
+        })
+      ).total,
     ).toBe(0)
   })
 })
@@ -548,7 +742,8 @@ describe('users store contract: the total is kept, not counted', () => {
   const total = async (users: UserStore) => ({
     count: await users.count(),
     page: (await users.list({ limit: 1, offset: 0 })).total,
-    search: (await users.search({ limit: 1, offset: 0, filters: {}, counted: true })).total,
+    search: (await users.search({ sort: 'id', limit: 1, offset: 0, filters: {}, counted: true }))
+      .total,
   })
 
   test('follows creates, deletes and imports (a rolled-back import counts nothing)', async () => {
@@ -590,13 +785,19 @@ describe('users store contract: the total is kept, not counted', () => {
       { name: 'Solo', email: 'solo@example.com', passwordHash: null },
       SYSTEM,
     )
-    const page = await env.b.users.search({ limit: 1, offset: 0, filters: {}, counted: false })
+    const page = await env.b.users.search({
+      sort: 'id',
+      limit: 1,
+      offset: 0,
+      filters: {},
+      counted: false,
+    })
     expect(page.total).toBeNull()
     expect(page.data.map((user) => user.name)).toEqual(['Solo'])
   })
 
   const find = async (users: UserStore, q: string) =>
-    (await users.search({ limit: 100, offset: 0, filters: { q }, counted: true })).data.map(
-      (user) => user.name,
-    )
+    (
+      await users.search({ sort: 'id', limit: 100, offset: 0, filters: { q }, counted: true })
+    ).data.map((user) => user.name)
 })

@@ -17,7 +17,7 @@ import {
  * milliseconds as `bigint`, users' ISO timestamps as `timestamptz(3)` and ids as identities
  * (never handed out again, like AUTOINCREMENT; `by default`, so `roster copy` can keep a copied
  * row's id). `test/db/schemas.test.ts` fails when the two diverge (names and nullability). Tables and columns only a shared
- * database needs are listed in SHARED_ONLY below.
+ * database needs, and indexes only PostgreSQL needs, are listed in SHARED_ONLY below.
  */
 
 // Epoch milliseconds pass 2^31; read back as JavaScript numbers (exact up to 2^53).
@@ -51,6 +51,9 @@ export const users = pgTable(
   (table) => [
     // The admins, found without reading every user (the last-admin rule counts them).
     index('users_admins_idx').on(table.id).where(sql`role = 'admin'`),
+    // sort=name and sort=email (v2), in code-point order whatever the database's collation.
+    index('users_name_order_idx').on(sql`search_key COLLATE "C"`, table.id),
+    index('users_email_order_idx').on(sql`email_key COLLATE "C"`, table.id),
     // Usernames other than the email: a username that is the email (most users) is unique as
     // the email is, and leaving it out of this index spares every insert a second index write.
     uniqueIndex('users_username_key_unique')
@@ -233,7 +236,9 @@ export const pendingObjects = pgTable('pending_objects', {
 export const SHARED_ONLY = {
   tables: ['login_failures', 'pending_objects'],
   columns: ['webhook_events.lease_until', 'audit_events.xid'],
-  indexes: ['audit_events_feed_idx'],
+  // users_email_order_idx: sort=email in code-point order; SQLite's unique email index already
+  // compares so (PostgreSQL's is in the database's collation).
+  indexes: ['audit_events_feed_idx', 'users_email_order_idx'],
 } as const
 
 export const groups = pgTable('groups', {

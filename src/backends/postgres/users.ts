@@ -13,12 +13,16 @@ import {
   usernameKey,
 } from '../../users/records'
 import {
+  keysetOrder,
   likePattern,
+  type Position,
   runSearchAsync,
   type SearchFilters,
   type SearchStep,
   type StepAnswer,
   searchFilters,
+  sortKeyOf,
+  type UserSort,
 } from '../../users/search'
 import { searchKeyOf } from '../../users/search-key'
 import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
@@ -262,7 +266,9 @@ export function createPgUserRows(
       // One snapshot for the count and the page.
       return pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => {
         const filters = searchFilters(request.filters)
-        return runSearchAsync(request, (step) => readStep(tx, filters, step, count))
+        return runSearchAsync(request, (step) =>
+          readStep(tx, { filters, sort: request.sort }, step, count),
+        )
       })
     },
 
@@ -407,7 +413,7 @@ async function insertBatch(tx: SQL, rows: readonly NewUser[], at: string): Promi
 /** One read of the v2 list's plan (users/search.ts), inside the search's snapshot. */
 async function readStep(
   tx: SQL,
-  filters: SearchFilters,
+  { filters, sort }: { filters: SearchFilters; sort: UserSort },
   step: SearchStep,
   count: UserCount,
 ): Promise<StepAnswer> {
@@ -434,30 +440,51 @@ async function readStep(
     }
     case 'fromOffset':
       return await users(
-        `SELECT ${VIEW_COLUMNS} FROM users WHERE true${and} ORDER BY id LIMIT ${step.limit} OFFSET ${step.offset}`,
+        `SELECT ${VIEW_COLUMNS} FROM users WHERE true${and} ORDER BY ${orderBy(sort, 'after')} LIMIT ${step.limit} OFFSET ${step.offset}`,
       )
-    case 'after': {
-      const at = bind(step.id)
-      return await users(
-        `SELECT ${VIEW_COLUMNS} FROM users WHERE id > ${at}::int8${and} ORDER BY id LIMIT ${step.limit}`,
-      )
-    }
+    case 'after':
     case 'before': {
-      const at = bind(step.id)
+      const past = pastPosition(sort, step.kind, step.at, bind)
       return await users(
-        `SELECT ${VIEW_COLUMNS} FROM users WHERE id < ${at}::int8${and} ORDER BY id DESC LIMIT ${step.limit}`,
+        `SELECT ${VIEW_COLUMNS} FROM users WHERE ${past}${and} ORDER BY ${orderBy(sort, step.kind)} LIMIT ${step.limit}`,
       )
     }
     case 'exists': {
-      const at = bind(step.id)
-      const comparison = step.side === 'before' ? '<' : '>'
-      const rows = await tx.unsafe(
-        `SELECT 1 FROM users WHERE id ${comparison} ${at}::int8${and} LIMIT 1`,
-        params,
-      )
+      const past = pastPosition(sort, step.side, step.at, bind)
+      const rows = await tx.unsafe(`SELECT 1 FROM users WHERE ${past}${and} LIMIT 1`, params)
       return rows.length > 0
     }
   }
+}
+
+/**
+ * The column each sort orders by, ties by id, in the "C" collation: code-point order, as
+ * SQLite compares, whatever the database's own collation (whose order varies by platform).
+ * users_name_order_idx and users_email_order_idx (migration 0018) are these expressions.
+ */
+const SORT_COLUMNS = {
+  name: 'search_key COLLATE "C"',
+  email: 'email_key COLLATE "C"',
+} as const
+
+function orderBy(sort: UserSort, side: 'after' | 'before'): string {
+  const { order } = keysetOrder(sort, side)
+  const key = sortKeyOf(sort)
+  return key === null ? `id ${order}` : `${SORT_COLUMNS[key]} ${order}, id ${order}`
+}
+
+/** The rows after (or before) a position in the sort, as a row comparison the index serves. */
+function pastPosition(
+  sort: UserSort,
+  side: 'after' | 'before',
+  at: Position,
+  bind: (value: string | number) => string,
+): string {
+  const { comparison } = keysetOrder(sort, side)
+  const key = sortKeyOf(sort)
+  if (key === null) return `id ${comparison} ${bind(at.id)}::int8`
+  const keyParam = bind(lookupText(at.key ?? ''))
+  return `(${SORT_COLUMNS[key]}, id) ${comparison} (${keyParam}::text, ${bind(at.id)}::int8)`
 }
 
 class RolledBack extends Error {

@@ -17,12 +17,16 @@ import {
 } from '../../users/records'
 import {
   INDEXED_QUERY_LENGTH,
+  keysetOrder,
   likePattern,
+  type Position,
   runSearch,
   type SearchFilters,
   type SearchStep,
   type StepAnswer,
   searchFilters,
+  sortKeyOf,
+  type UserSort,
 } from '../../users/search'
 import { searchKeyOf } from '../../users/search-key'
 import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
@@ -231,7 +235,7 @@ export function createSqliteUserRows(
   const searches = new SearchStatements(sqlite)
   const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
-    const result = runSearch(request, (step) => searches.read(filters, step))
+    const result = runSearch(request, (step) => searches.read(filters, request.sort, step))
     return { ...result, data: withGroupsOf(result.data) }
   })
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
@@ -392,7 +396,7 @@ class SearchStatements {
 
   constructor(private readonly sqlite: Database) {}
 
-  read(filters: SearchFilters, step: SearchStep): StepAnswer {
+  read(filters: SearchFilters, sort: UserSort, step: SearchStep): StepAnswer {
     const { where, and, params } = filterSql(filters)
     switch (step.kind) {
       case 'count':
@@ -402,23 +406,21 @@ class SearchStatements {
           : (this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where}`, params)[0]?.n ?? 0)
       case 'fromOffset':
         return this.all<User>(
-          `SELECT ${VIEW_COLUMNS} FROM users${where} ORDER BY id LIMIT $limit OFFSET $offset`,
+          `SELECT ${VIEW_COLUMNS} FROM users${where} ORDER BY ${orderBy(sort, 'after')} LIMIT $limit OFFSET $offset`,
           { ...params, limit: step.limit, offset: step.offset },
         )
       case 'after':
+      case 'before': {
+        const past = pastPosition(sort, step.kind, step.at)
         return this.all<User>(
-          `SELECT ${VIEW_COLUMNS} FROM users WHERE id > $at${and} ORDER BY id LIMIT $limit`,
-          { ...params, at: step.id, limit: step.limit },
+          `SELECT ${VIEW_COLUMNS} FROM users WHERE ${past.sql}${and} ORDER BY ${orderBy(sort, step.kind)} LIMIT $limit`,
+          { ...params, ...past.params, limit: step.limit },
         )
-      case 'before':
-        return this.all<User>(
-          `SELECT ${VIEW_COLUMNS} FROM users WHERE id < $at${and} ORDER BY id DESC LIMIT $limit`,
-          { ...params, at: step.id, limit: step.limit },
-        )
+      }
       case 'exists': {
-        const comparison = step.side === 'before' ? '<' : '>'
-        const sql = `SELECT 1 AS found FROM users WHERE id ${comparison} $at${and} LIMIT 1`
-        return this.all(sql, { ...params, at: step.id }).length > 0
+        const past = pastPosition(sort, step.side, step.at)
+        const sql = `SELECT 1 AS found FROM users WHERE ${past.sql}${and} LIMIT 1`
+        return this.all(sql, { ...params, ...past.params }).length > 0
       }
     }
   }
@@ -430,6 +432,37 @@ class SearchStatements {
       this.statements.set(text, statement)
     }
     return statement.all(params as never) as T[]
+  }
+}
+
+/**
+ * The column each sort orders by, ties by id: `search_key` starts with the folded name, and
+ * `email_key` is the folded email. SQLite compares text by its bytes, which for UTF-8 is
+ * code-point order, as PostgreSQL's "C" collation does. Every SQLite index ends with the id,
+ * so users_name_order_idx (search_key) and the unique email_key index serve these orders.
+ */
+const SORT_COLUMNS = { name: 'search_key', email: 'email_key' } as const
+
+function orderBy(sort: UserSort, side: 'after' | 'before'): string {
+  const { order } = keysetOrder(sort, side)
+  const key = sortKeyOf(sort)
+  return key === null ? `id ${order}` : `${SORT_COLUMNS[key]} ${order}, id ${order}`
+}
+
+/** The rows after (or before) a position in the sort, as a row-value comparison. */
+type Params = Record<string, string | number>
+
+function pastPosition(
+  sort: UserSort,
+  side: 'after' | 'before',
+  at: Position,
+): { sql: string; params: Params } {
+  const { comparison } = keysetOrder(sort, side)
+  const key = sortKeyOf(sort)
+  if (key === null) return { sql: `id ${comparison} $at`, params: { at: at.id } }
+  return {
+    sql: `(${SORT_COLUMNS[key]}, id) ${comparison} ($key, $at)`,
+    params: { at: at.id, key: at.key ?? '' },
   }
 }
 

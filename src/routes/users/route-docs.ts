@@ -6,7 +6,7 @@ import {
   OFFSET_PAGE_PARAMETERS,
 } from '../../http/openapi-schemas'
 import { MAX_EMAIL_LENGTH } from '../../users/fields'
-import { MAX_QUERY_LENGTH } from '../../users/search'
+import { MAX_QUERY_LENGTH, SORT_CHOICES } from '../../users/search'
 import { UserPage, UserPageV2, UserView } from './schema'
 import { COUNT_CHOICES } from './v2-list'
 
@@ -43,7 +43,15 @@ export const V2_PARAMETERS: Parameters = [
     name: 'cursor',
     in: 'query',
     schema: { type: 'string' },
-    description: 'next_cursor of the previous page; do not combine with offset',
+    description:
+      'next_cursor of the previous page (or a cursor from the Link header); send the same limit, filters and sort with it; do not combine with offset',
+  },
+  {
+    name: 'sort',
+    in: 'query',
+    schema: { type: 'string', enum: [...SORT_CHOICES], default: 'id' },
+    description:
+      'id: creation order; name: the name without regard to case or accents, then the email; email: the email without regard to case. A leading - reverses. Ties go by id; text compares by code point, the same on every database.',
   },
   {
     name: 'email',
@@ -99,7 +107,7 @@ export const LIST_V2_DOCS = {
   tags,
   summary: 'List users (v2: cursor and filters)',
   description:
-    'v1 plus keyset pagination (cursor, next_cursor) and the email and q filters; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
+    'v1 plus keyset pagination (cursor, next_cursor), the email and q filters and a sort; total counts the matching records. On a page chosen by cursor, offset is null: counting the records before a cursor would cost what the cursor saves.',
   parameters: V2_PARAMETERS,
   responses: documented({ 200: UserPageV2, ...errorResponses('VALIDATION_ERROR') }),
 } satisfies DocumentDecoration

@@ -4,12 +4,13 @@ import { QueryReader } from '../../http/query'
 import { publicBaseUrl } from '../../http/request-context'
 import { readCursor, writeCursor } from '../../users/cursor'
 import { MAX_EMAIL_LENGTH } from '../../users/fields'
-import { MAX_QUERY_LENGTH, type SearchResult } from '../../users/search'
+import { MAX_QUERY_LENGTH, type SearchResult, SORT_CHOICES } from '../../users/search'
 import type { UserStore } from '../../users/store'
 
 /**
- * GET /v2/users: v1's offset pages plus keyset cursors and the email and q filters; the Link
- * header keeps the filters and uses offsets where the position is known, cursors where not.
+ * GET /v2/users: v1's offset pages plus keyset cursors, the email and q filters and a sort;
+ * the Link header keeps the filters and the sort and uses offsets where the position is known,
+ * cursors where not.
  */
 export async function v2Page(
   request: Request,
@@ -32,8 +33,12 @@ export async function v2Page(
     q: query.string('q', { maxLength: MAX_QUERY_LENGTH }),
   }
   const count = query.oneOf('count', COUNT_CHOICES, 'exact')
+  const sort = query.oneOf('sort', SORT_CHOICES, 'id')
+  if (cursor !== undefined && cursor.sort !== sort && query.isValid('sort')) {
+    query.reject('cursor', `was issued for sort=${cursor.sort}; send that sort with it`, cursorText)
+  }
   query.assertValid()
-  const result = await users.search({ ...page, cursor, filters, counted: count === 'exact' })
+  const result = await users.search({ ...page, sort, cursor, filters, counted: count === 'exact' })
   const nextCursor = result.next === null ? null : writeCursor(result.next)
   if (result.total !== null) set.headers['x-total-count'] = String(result.total)
   set.headers.link = linkHeader({
@@ -41,7 +46,11 @@ export async function v2Page(
     path: listPath,
     limit: page.limit,
     // Every link asks for what this page asked: an uncounted list stays uncounted.
-    keep: { ...filters, count: count === 'none' ? 'none' : undefined },
+    keep: {
+      ...filters,
+      sort: sort === 'id' ? undefined : sort,
+      count: count === 'none' ? 'none' : undefined,
+    },
     targets: v2Targets(page.limit, result, nextCursor),
   })
   return {

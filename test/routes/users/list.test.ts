@@ -278,6 +278,41 @@ describe('GET /v2/users', () => {
     }
   })
 
+  test('sort=-name pages by Link and cursor, every link keeping the sort, back to the first page', async () => {
+    await using t = await makeTestApp()
+    const names = ['Noor', 'ada', 'Émile', 'Bea', 'Zoë', 'carl', 'Dana']
+    await seed(t, names.length, (i) => names[i - 1] as string)
+    const expected = ['Zoë', 'Noor', 'Émile', 'Dana', 'carl', 'Bea', 'ada']
+    const first = await t.get('/v2/users?limit=3&sort=-name')
+    expect(first.body.data.map((user: { name: string }) => user.name)).toEqual(expected.slice(0, 3))
+    const rels = links(first.headers.get('link'))
+    for (const rel of ['first', 'next', 'last']) expect(rels[rel]).toContain('sort=-name')
+    const second = await follow(t, rels.next)
+    expect(second.body.data.map((user: { name: string }) => user.name)).toEqual(
+      expected.slice(3, 6),
+    )
+    // The last link is an offset in the same sort.
+    const last = await follow(t, rels.last)
+    expect(last.body.data.map((user: { name: string }) => user.name)).toEqual(['ada'])
+    // A cursor sent again without its sort is refused, not read in another order.
+    const cursor = second.body.pagination.next_cursor as string
+    const bare = expectEnvelope(
+      await t.get(`/v2/users?limit=3&cursor=${cursor}`),
+      422,
+      'VALIDATION_ERROR',
+    )
+    expect(bare.details).toEqual([
+      {
+        field: 'cursor',
+        message: 'was issued for sort=-name; send that sort with it',
+        received: cursor,
+      },
+    ])
+    const back = await follow(t, links(second.headers.get('link')).prev)
+    expect(ids(back)).toEqual(ids(first))
+    expect(links(back.headers.get('link')).prev).toBeUndefined()
+  })
+
   test('a cursor before every match is the first page: no prev link', async () => {
     await using t = await makeTestApp()
     await seed(t, 5)
@@ -291,7 +326,18 @@ describe('GET /v2/users', () => {
   test.each([
     ['cursor=%%%', 'cursor'],
     ['cursor=abc', 'cursor'],
-    [`cursor=${Buffer.from('a:0').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:-1').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:01').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:5:name').toString('base64url')}&sort=name`, 'cursor'],
+    [`cursor=${Buffer.from('a:5:-id:x').toString('base64url')}&sort=-id`, 'cursor'],
+    [`cursor=${Buffer.from('a:5:created:x').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:5:name:a\u0000b').toString('base64url')}&sort=name`, 'cursor'],
+    [`cursor=${Buffer.from('a:5:name:ada').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('a:5').toString('base64url')}&sort=-id`, 'cursor'],
+    ['sort=Name', 'sort'],
+    ['sort=created_at', 'sort'],
+    ['sort=name&sort=email', 'sort'],
+    ['sort=%2Bname', 'sort'],
     [`cursor=${Buffer.from('a:1.5').toString('base64url')}`, 'cursor'],
     [`cursor=${Buffer.from('x:5').toString('base64url')}`, 'cursor'],
     [`cursor=${Buffer.from('a:99999999999999999').toString('base64url')}`, 'cursor'],

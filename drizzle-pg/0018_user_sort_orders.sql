@@ -1,0 +1,2 @@
+CREATE INDEX "users_name_order_idx" ON "users" USING btree (search_key COLLATE "C","id");--> statement-breakpoint
+CREATE INDEX "users_email_order_idx" ON "users" USING btree (email_key COLLATE "C","id");

@@ -1,0 +1,1 @@
+CREATE INDEX `users_name_order_idx` ON `users` (`search_key`);
