@@ -262,6 +262,41 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect(await page.locator('tbody tr').count()).toBe(20)
   })
 
+  test('users: a column head sorts, again reverses, and the order stays in the URL across a reload', async () => {
+    const namesInApiOrder = async (sort: string) =>
+      (
+        (await (await api(`/v2/users?sort=${sort}&limit=20`)).json()) as {
+          data: { name: string }[]
+        }
+      ).data.map((user) => user.name)
+    const shownNames = async () => await page.locator('tbody tr td:nth-child(2)').allTextContents()
+    const nameHead = page.locator('thead th', { hasText: 'Name' })
+    expect(await nameHead.getAttribute('aria-sort')).toBeNull()
+    await activate(page, 'Name')
+    await page.waitForURL(/sort=name/)
+    await page.waitForFunction(
+      (first) => document.querySelector('tbody tr td:nth-child(2)')?.textContent === first,
+      (await namesInApiOrder('name'))[0],
+    )
+    expect(await nameHead.getAttribute('aria-sort')).toBe('ascending')
+    expect(await shownNames()).toEqual(await namesInApiOrder('name'))
+    await page.keyboard.press('Enter')
+    await page.waitForURL(/sort=-name/)
+    await page.waitForFunction(
+      (first) => document.querySelector('tbody tr td:nth-child(2)')?.textContent === first,
+      (await namesInApiOrder('-name'))[0],
+    )
+    expect(await nameHead.getAttribute('aria-sort')).toBe('descending')
+    await expectAccessible('users sorted by name, descending')
+    await page.reload()
+    await page.locator('thead th[aria-sort="descending"]', { hasText: 'Name' }).waitFor()
+    expect(await shownNames()).toEqual(await namesInApiOrder('-name'))
+    // Back to creation order: the Id head sorts by id.
+    await activate(page, 'Id')
+    await page.waitForURL(/sort=id|#\/users$/)
+    await page.locator('thead th[aria-sort="ascending"]', { hasText: 'Id' }).waitFor()
+  })
+
   test('users: a stale edit shows both versions; the person keeps theirs', async () => {
     const grace = (await (await api('/v2/users?email=grace@example.com')).json()) as {
       data: { id: number }[]

@@ -414,17 +414,49 @@ export function RowAction(props: {
 }
 
 /** A table's header row: one column heading per name. */
-export function ColumnHeads(props: { names: readonly string[] }) {
+/**
+ * A list's sort as the API writes it (`name`, `-name`), and which columns can set it: a
+ * column's key sorts ascending first, then descending on a second press.
+ */
+export interface Sorting {
+  sort: string
+  keys: Readonly<Record<string, string>>
+  onSort: (sort: string) => void
+}
+
+/**
+ * The column heads; with `sorting`, the sortable ones are buttons and the sorted one carries
+ * aria-sort (the WAI-ARIA sortable table pattern), so a screen reader says the order; the
+ * arrow is drawn by the style sheet, out of the button's name.
+ */
+export function ColumnHeads(props: { names: readonly string[]; sorting?: Sorting }) {
   return (
     <thead>
       <tr>
         {props.names.map((name) => (
-          <th key={name} scope="col">
-            {name}
-          </th>
+          <SortableHead key={name} name={name} sorting={props.sorting} />
         ))}
       </tr>
     </thead>
+  )
+}
+
+function SortableHead(props: { name: string; sorting: Sorting | undefined }) {
+  const { name, sorting } = props
+  const key = sorting?.keys[name]
+  if (sorting === undefined || key === undefined) return <th scope="col">{name}</th>
+  const direction =
+    sorting.sort === key ? 'ascending' : sorting.sort === `-${key}` ? 'descending' : undefined
+  return (
+    <th scope="col" aria-sort={direction}>
+      <button
+        type="button"
+        class="sort"
+        onClick={() => sorting.onSort(direction === 'ascending' ? `-${key}` : key)}
+      >
+        {name}
+      </button>
+    </th>
   )
 }
 
@@ -552,6 +584,7 @@ export function Scroller(props: { children: ComponentChildren }) {
 export function ListTable(props: {
   caption?: ComponentChildren
   columns: readonly string[]
+  sorting?: Sorting
   class?: string
   children: ComponentChildren
 }) {
@@ -559,7 +592,7 @@ export function ListTable(props: {
     <Scroller>
       <table class={props.class}>
         {props.caption !== undefined && <caption>{props.caption}</caption>}
-        <ColumnHeads names={props.columns} />
+        <ColumnHeads names={props.columns} sorting={props.sorting} />
         <tbody>{props.children}</tbody>
       </table>
     </Scroller>

@@ -20,26 +20,37 @@ interface UserPage {
   pagination: { limit: number; offset: number; total: number }
 }
 
-/** The page's address of a view: #/users?q=ada&email=…&page=2&size=50. */
-function listPath(search: { q: string; email: string }, offset: number, limit: number): string {
+/** The orders the API offers (GET /v2/users `sort`); the URL's view may hold anything. */
+const SORTS = ['id', '-id', 'name', '-name', 'email', '-email']
+const SORTABLE = { Id: 'id', Name: 'name', Email: 'email' } as const
+
+/** The API path that reads a view (#/users?q=ada&sort=-name&page=2&size=50). */
+function listPath(
+  view: { q: string; email: string; sort: string },
+  offset: number,
+  limit: number,
+): string {
   const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
-  if (search.q !== '') query.set('q', search.q)
-  if (search.email !== '') query.set('email', search.email)
+  if (view.q !== '') query.set('q', view.q)
+  if (view.email !== '') query.set('email', view.email)
+  if (view.sort !== 'id') query.set('sort', view.sort)
   return `/v2/users?${query}`
 }
 
 type Editing = { mode: 'create' } | { mode: 'edit'; id: number } | { mode: 'delete'; user: User }
 
-/** Search and pages (kept in the URL), create, edit with If-Match, delete, export. */
+/** Search, sort and pages (kept in the URL), create, edit with If-Match, delete, export. */
 export function UsersPage() {
-  const list = useOffsetView({ q: '', email: '' })
-  const { view, offset, limit } = list
+  const list = useOffsetView({ q: '', email: '', sort: 'id' })
+  const { offset, limit } = list
+  // A hand-edited or old link with an unknown sort shows the default order, not an error.
+  const view = { ...list.view, sort: SORTS.includes(list.view.sort) ? list.view.sort : 'id' }
   const [draft, setDraft] = useState({ q: view.q, email: view.email })
   // Back, Forward or a shared link change the search: the fields show it.
   useEffect(() => setDraft({ q: view.q, email: view.email }), [view.q, view.email])
   const { data, error, loading, reload } = useLoad(
     async () => (await call<UserPage>(listPath(view, offset, limit))).body,
-    [view.q, view.email, offset, limit],
+    [view.q, view.email, view.sort, offset, limit],
   )
   // The groups' names, to show a user's groups by name (ids for any beyond the first 100).
   const groups = useLoad(
@@ -127,6 +138,11 @@ export function UsersPage() {
               {searched ? ' found' : ''}
             </>
           }
+          sorting={{
+            sort: view.sort,
+            keys: SORTABLE,
+            onSort: (sort) => list.filter({ sort }),
+          }}
           columns={[
             'Id',
             'Name',
