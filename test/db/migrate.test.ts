@@ -166,6 +166,62 @@ describe('migration 0016-0017 on a database that already has users (issue 34)', 
   })
 })
 
+describe('migration 0018 on a database whose search index is part way', () => {
+  test('the name order holds what the index holds: indexed users, stale ones under their old key', async () => {
+    using dir = tempDir()
+    const path = join(dir.path, 'roster.db')
+    const db = openDatabase(path, { sync: 'full' })
+    const before = embeddedMigrations.findIndex((m) => m.tag === '0018_user_name_order')
+    runMigrations(db.$client, embeddedMigrations.slice(0, before))
+    const insert = db.$client.query(
+      "INSERT INTO users (name, email, email_key, created_at, updated_at, search_key) VALUES (?1, ?2, ?2, 'x', 'x', lower(?1) || char(10) || ?2)",
+    )
+    for (const name of ['Cy', 'Ann', 'Bo', 'Dee'])
+      insert.run(name, `${name.toLowerCase()}@example.com`)
+    // The indexer had reached user 3, then Ann was renamed and Bo deleted: their entries are
+    // stale, as the triggers record.
+    db.$client.run(
+      'INSERT INTO users_search (rowid, search_key) SELECT id, search_key FROM users WHERE id <= 3',
+    )
+    db.$client.run('UPDATE users_indexed SET through = 3, users = 3 WHERE id = 1')
+    db.$client.run(
+      "UPDATE users SET name = 'Zoe', search_key = 'zoe' || char(10) || email WHERE id = 2",
+    )
+    db.$client.run('DELETE FROM users WHERE id = 3')
+    runMigrations(db.$client)
+    const kept = db.$client
+      .query<{ key: string; id: number }, []>(
+        'SELECT name_key AS key, user_id AS id FROM users_name_order ORDER BY name_key, user_id',
+      )
+      .all()
+    expect(kept).toEqual([
+      { key: 'ann\nann@example.com', id: 2 },
+      { key: 'bo\nbo@example.com', id: 3 },
+      { key: 'cy\ncy@example.com', id: 1 },
+    ])
+    db.$client.close()
+    // Through the store: Zoe last, Dee (above the mark) in place, Bo gone; then caught up.
+    const deps = await makeDeps(testConfig({ dataDir: dir.path }), memoryLogger())
+    try {
+      const names = async () =>
+        (
+          await deps.users.search({
+            sort: 'name',
+            limit: 10,
+            offset: 0,
+            filters: {},
+            counted: false,
+          })
+        ).data.map((user) => user.name)
+      expect(await names()).toEqual(['Cy', 'Dee', 'Zoe'])
+      await deps.catchUp()
+      expect(await names()).toEqual(['Cy', 'Dee', 'Zoe'])
+    } finally {
+      await deps.close()
+    }
+  })
+})
+
 describe('openDatabase', () => {
   test('a file that is not SQLite gives a clear DatabaseOpenError', () => {
     using dir = tempDir()

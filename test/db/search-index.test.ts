@@ -4,6 +4,7 @@ import { SYSTEM } from '../../src/audit/events'
 import { sqliteFilePath } from '../../src/backends/sqlite/connection'
 import { makeDeps } from '../../src/deps'
 import { memoryLogger } from '../../src/log'
+import { searchKeyOf } from '../../src/users/search-key'
 import { testData } from '../helpers/app'
 
 // SQLite's search index (backends/sqlite/search-index.ts): built off the write path, in step with
@@ -17,6 +18,7 @@ async function fixture(serving: boolean) {
   const file = () => new Database(sqliteFilePath(data.dataDir), { readonly: true })
   return {
     deps,
+    dataDir: data.dataDir,
     /** Users the index covers, users above its mark, and stale entries. */
     state() {
       const db = file()
@@ -102,6 +104,121 @@ describe('the SQLite search index', () => {
     expect(found.total).toBe(10)
     await f.deps.users.remove(60, anyVersion, SYSTEM)
     expect(await f.deps.users.count()).toBe(54)
+  })
+
+  test('sort=name reads one order whatever the index has reached: none, all, stale or above the mark', async () => {
+    await using f = await fixture(false)
+    const names = [
+      'Mia',
+      'zoë',
+      'Ávila',
+      'bo',
+      'Kai',
+      'alma',
+      'Émile',
+      'Lu',
+      'Yan',
+      'dee',
+      'Ove',
+      'cy',
+    ]
+    const rows = names.map((name, i) => ({ name, email: `u${i}@example.com`, passwordHash: null }))
+    await f.deps.users.insertMany(rows, { allOrNothing: true })
+    const codePoints = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+    /** The order the contract gives: the folded name and email by code point, then the id. */
+    async function expected() {
+      const all = (
+        await f.deps.users.search({
+          sort: 'id',
+          limit: 100,
+          offset: 0,
+          filters: {},
+          counted: false,
+        })
+      ).data
+      return all
+        .map((user) => ({ id: user.id, key: searchKeyOf(user.name, user.email) }))
+        .sort((a, b) => codePoints(a.key, b.key) || a.id - b.id)
+        .map((user) => user.id)
+    }
+    /** Every page of 3, by cursor forward, by cursor back, and by offset, in both directions. */
+    async function readsAgree() {
+      const order = await expected()
+      for (const sort of ['name', '-name'] as const) {
+        const want = sort === 'name' ? order : order.toReversed()
+        const forward: number[] = []
+        let page = await f.deps.users.search({
+          sort,
+          limit: 3,
+          offset: 0,
+          filters: {},
+          counted: false,
+        })
+        forward.push(...page.data.map((user) => user.id))
+        while (page.next !== null) {
+          page = await f.deps.users.search({
+            sort,
+            limit: 3,
+            offset: 0,
+            cursor: page.next,
+            filters: {},
+            counted: false,
+          })
+          forward.push(...page.data.map((user) => user.id))
+        }
+        expect(forward).toEqual(want)
+        const back = page.data.map((user) => user.id)
+        while (page.prev !== null && 'direction' in page.prev) {
+          page = await f.deps.users.search({
+            sort,
+            limit: 3,
+            offset: 0,
+            cursor: page.prev,
+            filters: {},
+            counted: false,
+          })
+          back.unshift(...page.data.map((user) => user.id))
+        }
+        expect(back).toEqual(want)
+        for (let offset = 0; offset < want.length; offset += 5) {
+          const byOffset = await f.deps.users.search({
+            sort,
+            limit: 5,
+            offset,
+            filters: {},
+            counted: false,
+          })
+          expect(byOffset.data.map((user) => user.id)).toEqual(want.slice(offset, offset + 5))
+        }
+      }
+    }
+    await readsAgree()
+    await f.deps.catchUp()
+    expect(f.state()).toMatchObject({ above: 0, stale: 0 })
+    await readsAgree()
+    const anyVersion = { versions: null }
+    await f.deps.users.update(1, { name: 'Aaron' }, anyVersion, SYSTEM)
+    await f.deps.users.update(2, { name: 'Zed' }, anyVersion, SYSTEM)
+    await f.deps.users.update(2, { email: 'a@example.com' }, anyVersion, SYSTEM)
+    await f.deps.users.remove(3, anyVersion, SYSTEM)
+    await f.deps.users.insertMany([{ name: 'Nia', email: 'nia@example.com', passwordHash: null }], {
+      allOrNothing: true,
+    })
+    expect(f.state()).toMatchObject({ above: 1, stale: 3 })
+    await readsAgree()
+    await f.deps.catchUp()
+    await readsAgree()
+    // The kept order holds exactly the users' keys once the indexer has caught up.
+    const db = new Database(sqliteFilePath(f.dataDir), { readonly: true })
+    try {
+      const kept = db
+        .query('SELECT user_id AS id, name_key AS key FROM users_name_order ORDER BY user_id')
+        .all()
+      const keys = db.query('SELECT id, search_key AS key FROM users ORDER BY id').all()
+      expect(kept).toEqual(keys)
+    } finally {
+      db.close()
+    }
   })
 
   test('a server indexes by itself once writes pause', async () => {

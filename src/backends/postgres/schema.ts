@@ -236,9 +236,10 @@ export const pendingObjects = pgTable('pending_objects', {
 export const SHARED_ONLY = {
   tables: ['login_failures', 'pending_objects'],
   columns: ['webhook_events.lease_until', 'audit_events.xid'],
-  // users_email_order_idx: sort=email in code-point order; SQLite's unique email index already
-  // compares so (PostgreSQL's is in the database's collation).
-  indexes: ['audit_events_feed_idx', 'users_email_order_idx'],
+  // sort=name and sort=email in code-point order. SQLite's unique email index already compares
+  // so (PostgreSQL's is in the database's collation), and SQLite keeps its name order in a
+  // table its search indexer fills off the write path (migration 0018), not in an index.
+  indexes: ['audit_events_feed_idx', 'users_name_order_idx', 'users_email_order_idx'],
 } as const
 
 export const groups = pgTable('groups', {

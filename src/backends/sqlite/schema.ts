@@ -40,8 +40,6 @@ export const users = sqliteTable(
   (table) => [
     // The admins, found without reading every user (the last-admin rule counts them).
     index('users_admins_idx').on(table.id).where(sql`role = 'admin'`),
-    // sort=name (v2): the folded name first; SQLite ends every index with the id, the tiebreak.
-    index('users_name_order_idx').on(table.searchKey),
     // Usernames other than the email: a username that is the email (most users) is unique as
     // the email is, and leaving it out of this index spares every insert a second index write.
     uniqueIndex('users_username_key_unique')

@@ -11,7 +11,8 @@ export const PENDING_LIMIT = 100_000
 const TICK_MS = 250
 
 /**
- * Keeps `users_search` (migration 0017) in step with the users, off the write path: a user's
+ * Keeps `users_search` (migration 0017) and `users_name_order` (sort=name, migration 0018) in
+ * step with the users, off the write path: a user's
  * trigrams cost ~40 µs to index, more than the rest of its POST, so the server indexes them in
  * batches when writes pause (or at once past PENDING_LIMIT), in the write queue like any write.
  * Until then a search reads the users the index does not cover directly (users/search in
@@ -41,6 +42,16 @@ export class SearchIndexer {
         'INSERT INTO users_search (rowid, search_key) SELECT id, search_key FROM users WHERE id = ?',
       ),
       fresh: writer.query<unknown, [number]>('DELETE FROM users_search_stale WHERE id = ?'),
+      // sort=name's order (migration 0018) follows the same mark and the same stale entries.
+      unorder: writer.query<unknown, [string, number]>(
+        'DELETE FROM users_name_order WHERE name_key = ? AND user_id = ?',
+      ),
+      reorder: writer.query<unknown, [number]>(
+        'INSERT INTO users_name_order (name_key, user_id) SELECT search_key, id FROM users WHERE id = ?',
+      ),
+      order: writer.query<unknown, [number, number]>(
+        'INSERT INTO users_name_order (name_key, user_id) SELECT search_key, id FROM users WHERE id > ? AND id <= ?',
+      ),
       indexedThrough: writer.query<{ at: number }, []>(
         'SELECT through AS at FROM users_indexed WHERE id = 1',
       ),
@@ -85,6 +96,8 @@ export class SearchIndexer {
     for (const { id, indexed_key } of stale) {
       s.forget.run(id, indexed_key)
       s.reindex.run(id)
+      s.unorder.run(indexed_key, id)
+      s.reorder.run(id)
       s.fresh.run(id)
     }
     const room = limit - stale.length
@@ -93,6 +106,7 @@ export class SearchIndexer {
     const last = s.lastOfBatch.get(from, room)?.last ?? null
     if (last === null) return stale.length
     s.index.run(from, last)
+    s.order.run(from, last)
     s.advance.run(from, last)
     return stale.length + (last - from)
   }

@@ -34,6 +34,7 @@ import type { Store } from './connection'
 import { neutralUnique } from './errors'
 import { firstUse } from './first-use'
 import { membersByOwner } from './groups'
+import { nameOrderArms, nameOrderPage } from './name-order'
 import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
@@ -398,6 +399,9 @@ class SearchStatements {
 
   read(filters: SearchFilters, sort: UserSort, step: SearchStep): StepAnswer {
     const { where, and, params } = filterSql(filters)
+    // Unfiltered, sort=name reads its kept order; filtered, the matches are found through their
+    // own index and sorted, at the cost of the matches, as their count is.
+    const nameOrder = sortKeyOf(sort) === 'name' && where === ''
     switch (step.kind) {
       case 'count':
         // Unfiltered: the kept count; filtered: the matches, found through an index.
@@ -405,12 +409,27 @@ class SearchStatements {
           ? (this.all<{ n: number }>(USER_COUNT, {})[0]?.n ?? 0)
           : (this.all<{ n: number }>(`SELECT count(*) AS n FROM users${where}`, params)[0]?.n ?? 0)
       case 'fromOffset':
+        if (nameOrder) {
+          const { order } = keysetOrder(sort, 'after')
+          return this.all<User>(
+            nameOrderPage({ columns: VIEW_COLUMNS, comparison: null, order, offset: true }),
+            { ...params, limit: step.limit, offset: step.offset },
+          )
+        }
         return this.all<User>(
           `SELECT ${VIEW_COLUMNS} FROM users${where} ORDER BY ${orderBy(sort, 'after')} LIMIT $limit OFFSET $offset`,
           { ...params, limit: step.limit, offset: step.offset },
         )
       case 'after':
       case 'before': {
+        const at = { at: step.at.id, key: step.at.key ?? '' }
+        if (nameOrder) {
+          const { comparison, order } = keysetOrder(sort, step.kind)
+          return this.all<User>(
+            nameOrderPage({ columns: VIEW_COLUMNS, comparison, order, offset: false }),
+            { ...params, ...at, limit: step.limit },
+          )
+        }
         const past = pastPosition(sort, step.kind, step.at)
         return this.all<User>(
           `SELECT ${VIEW_COLUMNS} FROM users WHERE ${past.sql}${and} ORDER BY ${orderBy(sort, step.kind)} LIMIT $limit`,
@@ -418,6 +437,11 @@ class SearchStatements {
         )
       }
       case 'exists': {
+        if (nameOrder) {
+          const { comparison } = keysetOrder(sort, step.side)
+          const sql = `SELECT 1 AS found FROM (${nameOrderArms(comparison)}) LIMIT 1`
+          return this.all(sql, { ...params, at: step.at.id, key: step.at.key ?? '' }).length > 0
+        }
         const past = pastPosition(sort, step.side, step.at)
         const sql = `SELECT 1 AS found FROM users WHERE ${past.sql}${and} LIMIT 1`
         return this.all(sql, { ...params, ...past.params }).length > 0
@@ -436,10 +460,11 @@ class SearchStatements {
 }
 
 /**
- * The column each sort orders by, ties by id: `search_key` starts with the folded name, and
- * `email_key` is the folded email. SQLite compares text by its bytes, which for UTF-8 is
- * code-point order, as PostgreSQL's "C" collation does. Every SQLite index ends with the id,
- * so users_name_order_idx (search_key) and the unique email_key index serve these orders.
+ * The column each order reads from `users` itself, ties by id: `search_key` starts with the
+ * folded name (sorted per request: used only for the matches of a filter), `email_key` is the
+ * folded email, in order in its unique index, which like every SQLite index ends with the id.
+ * SQLite compares text by its bytes, which for UTF-8 is code-point order, as PostgreSQL's "C"
+ * collation does. An unfiltered sort=name reads its kept order instead (name-order.ts).
  */
 const SORT_COLUMNS = { name: 'search_key', email: 'email_key' } as const
 
@@ -449,9 +474,9 @@ function orderBy(sort: UserSort, side: 'after' | 'before'): string {
   return key === null ? `id ${order}` : `${SORT_COLUMNS[key]} ${order}, id ${order}`
 }
 
-/** The rows after (or before) a position in the sort, as a row-value comparison. */
 type Params = Record<string, string | number>
 
+/** The rows after (or before) a position in the sort, as a row-value comparison. */
 function pastPosition(
   sort: UserSort,
   side: 'after' | 'before',

@@ -1,1 +1,0 @@
-CREATE INDEX `users_name_order_idx` ON `users` (`search_key`);
