@@ -1,6 +1,6 @@
 import { type AuditSource, changedFields } from '../audit/events'
 import type { AuditWrites } from '../audit/log'
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 import type { Transaction } from '../db/unit'
 import { type Grant, grantsOf, grantsText } from './access'
 import { looksLikeSecret, newSecret, sha256Hex } from './tokens'
@@ -69,7 +69,7 @@ export interface ApiKeyWrites {
 
 export interface ApiKeyStore extends ApiKeyWrites {
   /** The active keys, oldest first. */
-  list(request: PageRequest): Promise<{ data: ApiKeyView[]; total: number }>
+  list(request: ListRequest): Promise<{ data: ApiKeyView[]; total: number }>
   /**
    * The key's id, name and scopes if it is valid: not revoked, not expired. Records when it was
    * last used.
@@ -114,7 +114,7 @@ export interface ApiKeyRows extends ApiKeyWriteRows {
   /** Records a use; nobody waits for it. */
   touch(id: number, at: string): Promise<void>
   /** Active keys in id order, and how many there are. */
-  page(request: PageRequest): Promise<{ data: ApiKeyRow[]; total: number }>
+  page(request: ListRequest): Promise<{ data: ApiKeyRow[]; total: number }>
 }
 
 /** The keys revoked with `id`: it and every key made from it, at any depth (both databases). */

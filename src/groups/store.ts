@@ -1,7 +1,7 @@
 import { type AuditSource, changedFields } from '../audit/events'
 import type { AuditWrites } from '../audit/log'
 import { UniqueViolation } from '../db/conflict'
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
 import { conflict, notFound } from '../errors/errors'
@@ -35,7 +35,7 @@ export type MembershipOutcome = 'changed' | 'unchanged' | 'no-group' | 'no-user'
 export interface GroupRows extends GroupWriteRows {
   get(id: number): Promise<GroupRecord | null>
   /** A page in id order and the total, from one snapshot. */
-  page(request: PageRequest): Promise<{ data: GroupRecord[]; total: number }>
+  page(request: ListRequest): Promise<{ data: GroupRecord[]; total: number }>
 }
 
 /**
@@ -67,7 +67,7 @@ export interface GroupWrites {
 
 export interface GroupStore extends GroupWrites {
   get(id: number): Promise<GroupRecord | null>
-  list(request: PageRequest): Promise<{ data: GroupRecord[]; total: number }>
+  list(request: ListRequest): Promise<{ data: GroupRecord[]; total: number }>
 }
 
 /** The fields of a group an event shows (members have events of their own). */

@@ -1,7 +1,8 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import { type DocumentDecoration, t } from 'elysia'
+import type { Chronology } from '../db/page'
 import { ERROR_CODES, type ErrorCode } from '../errors/errors'
-import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination'
+import { CREATED_SORTS, DEFAULT_LIMIT, MAX_LIMIT } from './pagination'
 
 /** A page's `limit` as every list answers it: the bounds pagination.ts enforces. */
 export const PageLimit = Type.Integer({ minimum: 1, maximum: MAX_LIMIT })
@@ -22,6 +23,28 @@ export const OFFSET_PAGE_PARAMETERS: NonNullable<DocumentDecoration['parameters'
   },
   { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
 ]
+
+/**
+ * `limit`, `offset` and `sort` of a list in creation order that `sort` may turn around
+ * (pagination.ts's offsetPageAnswer with `usually`).
+ */
+export function chronologicalListParameters(
+  usually: Chronology,
+): NonNullable<DocumentDecoration['parameters']> {
+  return [
+    ...OFFSET_PAGE_PARAMETERS,
+    {
+      name: 'sort',
+      in: 'query',
+      schema: {
+        type: 'string',
+        enum: [...CREATED_SORTS],
+        default: usually === 'newest' ? '-created' : 'created',
+      },
+      description: 'created: oldest first; -created: newest first (ties in creation order)',
+    },
+  ]
+}
 
 /** The common list envelope: `{ data: [item…], pagination: { limit, offset, total } }`. */
 export const offsetPageOf = <T extends TSchema>(item: T) =>

@@ -1,4 +1,4 @@
-import type { PageRequest } from '../db/page'
+import type { Chronology, ListRequest, PageRequest } from '../db/page'
 import { QueryReader } from './query'
 import { publicBaseUrl } from './request-context'
 
@@ -81,22 +81,43 @@ export async function offsetPageAnswer<T, F extends Record<string, string | unde
     publicUrl: string | null
     /** Reads the list's filters, if it has any; every link repeats them. */
     filters?: (query: QueryReader) => F
-    list: (page: PageRequest, filters: F) => Promise<{ data: T[]; total: number }>
+    /** A list in creation order that `sort` may turn around: which end it shows first unasked. */
+    usually?: Chronology
+    list: (page: ListRequest, filters: F) => Promise<{ data: T[]; total: number }>
   },
 ): Promise<{ data: T[]; pagination: Pagination }> {
   const query = new QueryReader(request.url)
   const page = readPage(query)
   const filters = options.filters?.(query) ?? ({} as F)
+  const sort = options.usually === undefined ? undefined : readCreatedSort(query, options.usually)
   query.assertValid()
-  const { data, total } = await options.list(page, filters)
-  const pagination = { ...page, total }
+  const first = sort === undefined ? undefined : CHRONOLOGY_OF[sort]
+  const { data, total } = await options.list(
+    first === undefined ? page : { ...page, first },
+    filters,
+  )
+  const pagination = { limit: page.limit, offset: page.offset, total }
   set.headers['x-total-count'] = String(total)
   set.headers.link = linkHeader({
     base: publicBaseUrl(request, options.publicUrl),
     path: options.path,
     limit: page.limit,
     targets: offsetTargets(pagination),
-    keep: filters,
+    // The sort is repeated only when asked for: the usual order's links stay as they were.
+    keep: { ...filters, sort: query.has('sort') ? sort : undefined },
   })
   return { data, pagination }
+}
+
+/**
+ * `sort` on a list in creation order: `created` (oldest first) or `-created` (newest first),
+ * as GET /v2/users writes its orders; the list's usual order when absent.
+ */
+export const CREATED_SORTS = ['created', '-created'] as const
+export type CreatedSort = (typeof CREATED_SORTS)[number]
+
+const CHRONOLOGY_OF: Record<CreatedSort, Chronology> = { created: 'oldest', '-created': 'newest' }
+
+function readCreatedSort(query: QueryReader, usually: Chronology): CreatedSort {
+  return query.oneOf('sort', CREATED_SORTS, usually === 'newest' ? '-created' : 'created')
 }

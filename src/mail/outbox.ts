@@ -1,4 +1,4 @@
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 
 /** What each message is for: one per flow of CONTRACT section 14, and the old address's notice. */
 export const MAIL_FLOWS = [
@@ -142,7 +142,7 @@ export interface MailOutbox {
   resend(id: number): Promise<MailView | 'missing' | 'not-failed'>
   get(id: number): Promise<MailView | null>
   /** A page of messages, newest first; only those with `status` when it is given. */
-  list(request: PageRequest, status?: MailStatus): Promise<{ data: MailView[]; total: number }>
+  list(request: ListRequest, status?: MailStatus): Promise<{ data: MailView[]; total: number }>
 }
 
 /** An outbox row as both databases' claims read it. */

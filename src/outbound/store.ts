@@ -1,6 +1,6 @@
 import { type AuditSource, type Changes, changedFields, SYSTEM } from '../audit/events'
 import type { AuditWrites, FeedPosition } from '../audit/log'
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 import type { Transaction } from '../db/unit'
 import { checkedAddresses, type EgressPolicy, EgressRefused } from '../egress/client'
 import { fieldDetail } from '../errors/details'
@@ -74,7 +74,7 @@ export interface OutboundWriteRows {
 export interface OutboundRows extends OutboundWriteRows {
   getEndpoint(id: number): Promise<EndpointRecord | null>
   /** A page of endpoints in id order and the total. */
-  pageEndpoints(request: PageRequest): Promise<{ data: EndpointRecord[]; total: number }>
+  pageEndpoints(request: ListRequest): Promise<{ data: EndpointRecord[]; total: number }>
   /** The enabled endpoints, with what they subscribe to. */
   activeEndpoints(): Promise<ActiveEndpoint[]>
   /** The feed position up to which events have been queued; null before the first. */
@@ -277,7 +277,7 @@ export interface EndpointStore {
   ): Promise<EndpointRecord>
   remove(id: number, guard: EndpointGuard, by: AuditSource): Promise<void>
   get(id: number): Promise<EndpointRecord | null>
-  list(request: PageRequest): Promise<{ data: EndpointRecord[]; total: number }>
+  list(request: ListRequest): Promise<{ data: EndpointRecord[]; total: number }>
   deliveries(
     endpointId: number,
     request: DeliveryPageRequest,

@@ -1,4 +1,4 @@
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 import type { ReceivedFile } from './files'
 
 export interface Owner {
@@ -65,7 +65,7 @@ export interface UploadRecords {
   /** Which of these file ids have rows (the sweep keeps those files). */
   registered(fileIds: readonly string[]): Promise<ReadonlySet<string>>
   /** A page of every upload with its files, newest first. */
-  list(page: PageRequest): Promise<{ data: UploadRecord[]; total: number }>
+  list(page: ListRequest): Promise<{ data: UploadRecord[]; total: number }>
 }
 
 /**

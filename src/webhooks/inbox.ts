@@ -1,4 +1,4 @@
-import type { PageRequest } from '../db/page'
+import type { ListRequest } from '../db/page'
 import type { WebhookScheme } from './signature'
 
 export const EVENT_STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const
@@ -66,7 +66,7 @@ export interface WebhookInbox {
    */
   retry(eventId: string): Promise<EventView | 'missing' | 'not-failed'>
   /** A page of events, newest first; only those with `status` when it is given. */
-  list(request: PageRequest, status?: EventStatus): Promise<{ data: EventView[]; total: number }>
+  list(request: ListRequest, status?: EventStatus): Promise<{ data: EventView[]; total: number }>
   count(): Promise<number>
   /** Events waiting to be handled or retried. */
   waiting(): Promise<number>

@@ -1066,7 +1066,7 @@ export interface paths {
         };
         /**
          * The mail outbox (users:write)
-         * @description Newest first, paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
+         * @description Newest first (sort=created: oldest first), paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
          */
         get: operations["getMail"];
         put?: never;
@@ -1146,7 +1146,7 @@ export interface paths {
         };
         /**
          * List groups
-         * @description Oldest first, paginated like /users (limit, offset, X-Total-Count, Link).
+         * @description Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link).
          */
         get: operations["getGroups"];
         put?: never;
@@ -1274,7 +1274,7 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.
+         * @description Keys not revoked (expired ones too, with their expires_at), oldest first (sort=-created: newest first), paginated like /users.
          */
         get: operations["getApi-keys"];
         put?: never;
@@ -1354,7 +1354,7 @@ export interface paths {
         };
         /**
          * List uploads (API key)
-         * @description Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
+         * @description Every upload with its files, newest first (sort=created: oldest first), paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
          */
         get: operations["getUploads"];
         put?: never;
@@ -1490,7 +1490,7 @@ export interface paths {
         };
         /**
          * Stored webhook events
-         * @description Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
+         * @description Newest first (sort=created: oldest first), paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
          */
         get: operations["getWebhooksEvents"];
         put?: never;
@@ -1626,7 +1626,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Oldest first, paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.
+         * @description Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.
          */
         get: operations["getWebhook-endpoints"];
         put?: never;
@@ -2682,7 +2682,7 @@ export interface paths {
         };
         /**
          * The mail outbox (users:write)
-         * @description Newest first, paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
+         * @description Newest first (sort=created: oldest first), paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.
          */
         get: operations["getV2Mail"];
         put?: never;
@@ -2762,7 +2762,7 @@ export interface paths {
         };
         /**
          * List groups
-         * @description Oldest first, paginated like /users (limit, offset, X-Total-Count, Link).
+         * @description Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link).
          */
         get: operations["getV2Groups"];
         put?: never;
@@ -2890,7 +2890,7 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.
+         * @description Keys not revoked (expired ones too, with their expires_at), oldest first (sort=-created: newest first), paginated like /users.
          */
         get: operations["getV2Api-keys"];
         put?: never;
@@ -2970,7 +2970,7 @@ export interface paths {
         };
         /**
          * List uploads (API key)
-         * @description Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
+         * @description Every upload with its files, newest first (sort=created: oldest first), paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.
          */
         get: operations["getV2Uploads"];
         put?: never;
@@ -3106,7 +3106,7 @@ export interface paths {
         };
         /**
          * Stored webhook events
-         * @description Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
+         * @description Newest first (sort=created: oldest first), paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.
          */
         get: operations["getV2WebhooksEvents"];
         put?: never;
@@ -3242,7 +3242,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description Oldest first, paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.
+         * @description Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.
          */
         get: operations["getV2Webhook-endpoints"];
         put?: never;
@@ -12221,6 +12221,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
@@ -12374,6 +12376,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
@@ -12856,7 +12860,12 @@ export interface operations {
     };
     getGroups: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -13132,7 +13141,12 @@ export interface operations {
     };
     headGroups: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -14368,6 +14382,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -14644,6 +14660,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -15073,6 +15091,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -15216,6 +15236,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -16254,6 +16276,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "pending" | "processed" | "ignored" | "failed";
             };
             header?: never;
@@ -16407,6 +16431,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "pending" | "processed" | "ignored" | "failed";
             };
             header?: never;
@@ -17401,7 +17427,12 @@ export interface operations {
     };
     "getWebhook-endpoints": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -17683,7 +17714,12 @@ export interface operations {
     };
     "headWebhook-endpoints": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -26076,6 +26112,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
@@ -26229,6 +26267,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "requested" | "pending" | "sent" | "failed" | "suppressed";
             };
             header?: never;
@@ -26711,7 +26751,12 @@ export interface operations {
     };
     getV2Groups: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -26987,7 +27032,12 @@ export interface operations {
     };
     headV2Groups: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -28223,6 +28273,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -28499,6 +28551,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -28928,6 +28982,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -29071,6 +29127,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
             };
             header?: never;
             path?: never;
@@ -30109,6 +30167,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "pending" | "processed" | "ignored" | "failed";
             };
             header?: never;
@@ -30262,6 +30322,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
                 status?: "pending" | "processed" | "ignored" | "failed";
             };
             header?: never;
@@ -31256,7 +31318,12 @@ export interface operations {
     };
     "getV2Webhook-endpoints": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -31538,7 +31605,12 @@ export interface operations {
     };
     "headV2Webhook-endpoints": {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description created: oldest first; -created: newest first (ties in creation order) */
+                sort?: "created" | "-created";
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -340,7 +340,8 @@ async function fingerprint(deps: Deps): Promise<string> {
     deps,
     onPostgres
       ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name NOT IN ('login_failures', 'user_count', 'user_count_deltas') ORDER BY 1"
-      : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('sqlite_sequence') AND name NOT LIKE 'users\\_search%' ESCAPE '\\' ORDER BY name",
+      : // The search index and the name order are derived from users, which are compared.
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('sqlite_sequence', 'users_name_order') AND name NOT LIKE 'users\\_search%' ESCAPE '\\' ORDER BY name",
   )
   const hasher = new Bun.CryptoHasher('sha256')
   for (const { name } of tables) {

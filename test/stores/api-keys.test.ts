@@ -37,7 +37,7 @@ describe('API key store contract (two instances where the backend is shared)', (
     expect(lastUsed).toBe('2026-11-23T12:00:00.000Z')
   })
 
-  test('the list is the active keys, oldest first, paged with its total', async () => {
+  test('the list is the active keys, oldest first (or newest), paged with its total', async () => {
     await using env = await twoInstances()
     const made = []
     for (const name of ['one', 'two', 'three'])
@@ -46,6 +46,10 @@ describe('API key store contract (two instances where the backend is shared)', (
     const page = await env.b.apiKeys.list({ limit: 1, offset: 1 })
     expect(page.total).toBe(2)
     expect(page.data.map((key) => key.name)).toEqual(['three'])
+    const newest = await env.b.apiKeys.list({ limit: 10, offset: 0, first: 'newest' })
+    expect(newest.data.map((key) => key.name)).toEqual(['three', 'one'])
+    const oldest = await env.b.apiKeys.list({ limit: 1, offset: 1, first: 'oldest' })
+    expect(oldest.data.map((key) => key.name)).toEqual(['three'])
     expect(JSON.stringify(page)).not.toContain(made[2]?.key as string)
   })
 

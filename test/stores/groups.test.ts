@@ -29,6 +29,8 @@ describe('group store contract (two instances where the backend is shared)', () 
       total: 2,
       names: ['Sales'],
     })
+    const newest = await env.b.groups.list({ limit: 10, offset: 0, first: 'newest' })
+    expect(newest.data.map((group) => group.name)).toEqual(['Sales', 'Engineering'])
     expect(await env.b.groups.get(999)).toBeNull()
   })
 

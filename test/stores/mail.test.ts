@@ -111,9 +111,27 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     await env.b.mail.markFailed(id, '550 no such mailbox', null)
     expect(await env.a.mail.earliestDue(true)).toBeNull()
     expect((await env.a.mail.list({ limit: 10, offset: 0 }, 'failed')).total).toBe(1)
+    for (const first of ['oldest', 'newest'] as const) {
+      const failed = await env.a.mail.list({ limit: 10, offset: 0, first }, 'failed')
+      expect(failed.data.map((message) => message.id)).toEqual([id])
+    }
     expect(await env.a.mail.resend(id)).toMatchObject({ id, status: 'pending', attempts: 0 })
     expect((await env.b.mail.claimDue(10)).map((message) => message.id)).toEqual([id])
     expect(await env.a.mail.resend(9999)).toBe('missing')
+  })
+
+  test('the outbox lists newest first, or oldest first when asked, with or without a status', async () => {
+    await using env = await twoBackends()
+    for (const n of [1, 2, 3]) await enqueue(env.a, mail(n))
+    const subjects = async (first: 'oldest' | 'newest' | undefined, status?: 'pending') =>
+      (
+        await env.b.mail.list({ limit: 2, offset: 0, ...(first ? { first } : {}) }, status)
+      ).data.map((message) => message.subject)
+    const [one, two, three] = [mail(1).subject, mail(2).subject, mail(3).subject]
+    expect(await subjects(undefined)).toEqual([three, two])
+    expect(await subjects('newest')).toEqual([three, two])
+    expect(await subjects('oldest')).toEqual([one, two])
+    expect(await subjects('oldest', 'pending')).toEqual([one, two])
   })
 
   test('a released claim is due again at once; an unreleased one when its lease lapses', async () => {

@@ -97,7 +97,7 @@ describe('outbound webhooks contract (two instances where the backend is shared)
     )
   })
 
-  test('endpoints page in id order with a total; only enabled ones are active', async () => {
+  test('endpoints page in id order (or newest first) with a total; only enabled ones are active', async () => {
     await using env = await twoBackends()
     const [first, second, third] = [
       await endpoint(env.a),
@@ -108,6 +108,8 @@ describe('outbound webhooks contract (two instances where the backend is shared)
     const page = await env.b.outbound.pageEndpoints({ limit: 2, offset: 1 })
     expect(page.total).toBe(3)
     expect(page.data.map((each) => each.id)).toEqual([second.id, third.id])
+    const newest = await env.b.outbound.pageEndpoints({ limit: 2, offset: 0, first: 'newest' })
+    expect(newest.data.map((each) => each.id)).toEqual([third.id, second.id])
     expect((await env.a.outbound.activeEndpoints()).map((each) => each.id)).toEqual([
       first.id,
       third.id,

@@ -62,7 +62,7 @@ describe('upload records contract (two instances where the backend is shared)', 
     expect(await env.a.uploadRecords.count()).toBe(1)
   })
 
-  test('the list is newest first, paged with its total', async () => {
+  test('the list is newest first (or oldest), paged with its total', async () => {
     await using env = await twoBackends()
     for (const id of ['upl_1', 'upl_2', 'upl_3']) {
       await insert(env.a, newUpload(id, 1))
@@ -74,6 +74,8 @@ describe('upload records contract (two instances where the backend is shared)', 
     expect(page.data[0]?.files).toHaveLength(1)
     const rest = await env.b.uploadRecords.list({ limit: 2, offset: 2 })
     expect(rest.data.map((upload) => upload.id)).toEqual(['upl_1'])
+    const oldest = await env.b.uploadRecords.list({ limit: 2, offset: 1, first: 'oldest' })
+    expect(oldest.data.map((upload) => upload.id)).toEqual(['upl_2', 'upl_3'])
   })
 
   test('one upload removed on both instances at once: one gets its file ids, the other null', async () => {

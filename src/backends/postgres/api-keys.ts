@@ -5,6 +5,7 @@ import {
   type ApiKeyWriteRows,
   KEY_FAMILY,
 } from '../../auth/api-keys'
+import { directionOf } from '../../db/page'
 import { pageOf, type WithTotal } from './page'
 
 /** The keys' writes over `q`: the pool, or a unit of work's transaction. */
@@ -59,11 +60,13 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows & {
     },
     async page(request) {
       return pageOf(
-        await pool<WithTotal<ApiKeyRow>[]>`
-          SELECT id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at,
-                 (count(*) OVER ())::int AS total
-          FROM api_keys WHERE revoked_at IS NULL
-          ORDER BY id LIMIT ${request.limit} OFFSET ${request.offset}`,
+        await pool.unsafe<WithTotal<ApiKeyRow>[]>(
+          `SELECT id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at,
+                  (count(*) OVER ())::int AS total
+           FROM api_keys WHERE revoked_at IS NULL
+           ORDER BY id ${directionOf(request, 'oldest')} LIMIT $1 OFFSET $2`,
+          [request.limit, request.offset],
+        ),
         () => pool`SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`,
       )
     },

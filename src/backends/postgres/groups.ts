@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { directionOf } from '../../db/page'
 import { checkGroupGuard, type GroupRecord, groupNameKey } from '../../groups/records'
 import type {
   GroupRows,
@@ -135,7 +136,7 @@ export function createPgGroupRows(pool: SQL): GroupRows & {
       // One snapshot for the page and its total.
       return await pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
         const rows = await tx.unsafe<Stored<GroupRecord>[]>(
-          `SELECT ${COLUMNS} FROM groups ORDER BY id LIMIT $1 OFFSET $2`,
+          `SELECT ${COLUMNS} FROM groups ORDER BY id ${directionOf(request, 'oldest')} LIMIT $1 OFFSET $2`,
           [request.limit, request.offset],
         )
         const [count] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM groups`

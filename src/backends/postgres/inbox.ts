@@ -1,5 +1,5 @@
 import type { SQL } from 'bun'
-import type { PageRequest } from '../../db/page'
+import { directionOf, type ListRequest } from '../../db/page'
 import {
   type EventRow,
   type EventStatus,
@@ -108,7 +108,7 @@ export function createPgWebhookInbox(
       })
     },
 
-    async list(request: PageRequest, status?: EventStatus) {
+    async list(request: ListRequest, status?: EventStatus) {
       const filtered = status !== undefined
       const filter = filtered ? [status] : []
       return pageOf(
@@ -116,7 +116,7 @@ export function createPgWebhookInbox(
           `SELECT event_id AS id, scheme, type, status, attempts, error, received_at, processed_at,
                   (count(*) OVER ())::int AS total
            FROM webhook_events ${filtered ? 'WHERE status = $3' : ''}
-           ORDER BY seq DESC LIMIT $1 OFFSET $2`,
+           ORDER BY seq ${directionOf(request, 'newest')} LIMIT $1 OFFSET $2`,
           [request.limit, request.offset, ...filter],
         ),
         () =>

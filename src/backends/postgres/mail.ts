@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { directionOf } from '../../db/page'
 import {
   type MailContent,
   type MailCounter,
@@ -189,7 +190,8 @@ export function createPgMailOutbox(
       return pageOf(
         await pool.unsafe<WithTotal<MailView>[]>(
           `SELECT ${VIEW}, (count(*) OVER ())::int AS total FROM mail_outbox
-           ${filtered ? 'WHERE status = $3' : ''} ORDER BY id DESC LIMIT $1 OFFSET $2`,
+           ${filtered ? 'WHERE status = $3' : ''}
+           ORDER BY id ${directionOf(request, 'newest')} LIMIT $1 OFFSET $2`,
           [request.limit, request.offset, ...filter],
         ),
         () =>

@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { directionOf } from '../../db/page'
 import {
   type DeliveryRow,
   type HeadRow,
@@ -169,7 +170,8 @@ export function createPgOutboundRows(pool: SQL): OutboundRows & {
     async pageEndpoints(request) {
       return await pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
         const rows = await tx.unsafe<EndpointRow[]>(
-          `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY id LIMIT $1 OFFSET $2`,
+          `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
+           ORDER BY id ${directionOf(request, 'oldest')} LIMIT $1 OFFSET $2`,
           [request.limit, request.offset],
         )
         const [count] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM webhook_endpoints`

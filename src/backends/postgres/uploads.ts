@@ -1,4 +1,5 @@
 import type { SQL } from 'bun'
+import { directionOf } from '../../db/page'
 import {
   type FileRow,
   type NewUpload,
@@ -100,10 +101,13 @@ export function createPgUploadRecords(
     async list(page) {
       // One snapshot for the page and its files.
       return await pool.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
+        const direction = directionOf(page, 'newest')
         const { data, total } = await pageOf(
-          await tx<WithTotal<UploadRow & { n: number }>[]>`
-            SELECT *, (count(*) OVER ())::int AS total FROM uploads
-            ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+          await tx.unsafe<WithTotal<UploadRow & { n: number }>[]>(
+            `SELECT *, (count(*) OVER ())::int AS total FROM uploads
+             ORDER BY created_at ${direction}, id ${direction} LIMIT $1 OFFSET $2`,
+            [page.limit, page.offset],
+          ),
           () => tx`SELECT count(*)::int AS n FROM uploads`,
         )
         const files = await filesOf(

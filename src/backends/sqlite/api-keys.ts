@@ -5,7 +5,7 @@ import {
   KEY_FAMILY,
   type NewApiKeyRow,
 } from '../../auth/api-keys'
-import type { PageRequest } from '../../db/page'
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import type { Store } from './connection'
 import { settle } from './settle'
 
@@ -36,8 +36,10 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
     'SELECT id, name, last_used_at, scopes, expires_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
   )
   const touch = sqlite.query('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
-  const page = reader.query<ApiKeyRow, [number, number]>(
-    `SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY id LIMIT ? OFFSET ?`,
+  const page = bothWays((direction) =>
+    reader.query<ApiKeyRow, [number, number]>(
+      `SELECT ${columns} FROM api_keys WHERE revoked_at IS NULL ORDER BY id ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const total = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL',
@@ -50,8 +52,8 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
      UPDATE api_keys SET revoked_at = ?2 WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL
      RETURNING id`,
   )
-  const readPage = reader.transaction((request: PageRequest) => ({
-    data: page.all(request.limit, request.offset),
+  const readPage = reader.transaction((request: ListRequest) => ({
+    data: page[directionOf(request, 'oldest')].all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))
 

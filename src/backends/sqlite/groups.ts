@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import type { PageRequest } from '../../db/page'
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   checkGroupGuard,
   type GroupChanges,
@@ -82,8 +82,10 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
     )
   const readMembers = membersOf(reader)
   const currentMembers = membersOf(writer)
-  const page = reader.query<GroupRow, [number, number]>(
-    `SELECT ${COLUMNS} FROM groups ORDER BY id LIMIT ? OFFSET ?`,
+  const page = bothWays((direction) =>
+    reader.query<GroupRow, [number, number]>(
+      `SELECT ${COLUMNS} FROM groups ORDER BY id ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM groups')
   const pageMembers = membersByOwner(reader, 'group_id')
@@ -119,8 +121,8 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
     ...row,
     members: members.map((member) => member.user_id),
   })
-  const readPage = reader.transaction((request: PageRequest) => {
-    const rows = page.all(request.limit, request.offset)
+  const readPage = reader.transaction((request: ListRequest) => {
+    const rows = page[directionOf(request, 'oldest')].all(request.limit, request.offset)
     const members = pageMembers(rows.map((row) => row.id))
     return {
       data: rows.map((row) => ({ ...row, members: members.get(row.id) ?? [] })),

@@ -1,4 +1,4 @@
-import type { PageRequest } from '../../db/page'
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   type EventRow,
   type EventStatus,
@@ -48,12 +48,16 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
     `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, error = ?,
      next_attempt_at = ? WHERE seq = ?`,
   )
-  const page = reader.query<EventView, [number, number]>(
-    `SELECT ${EVENT_VIEW} FROM webhook_events ORDER BY seq DESC LIMIT ? OFFSET ?`,
+  const page = bothWays((direction) =>
+    reader.query<EventView, [number, number]>(
+      `SELECT ${EVENT_VIEW} FROM webhook_events ORDER BY seq ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM webhook_events')
-  const pageWithStatus = reader.query<EventView, [EventStatus, number, number]>(
-    `SELECT ${EVENT_VIEW} FROM webhook_events WHERE status = ? ORDER BY seq DESC LIMIT ? OFFSET ?`,
+  const pageWithStatus = bothWays((direction) =>
+    reader.query<EventView, [EventStatus, number, number]>(
+      `SELECT ${EVENT_VIEW} FROM webhook_events WHERE status = ? ORDER BY seq ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const totalWithStatus = reader.query<{ n: number }, [EventStatus]>(
     'SELECT count(*) AS n FROM webhook_events WHERE status = ?',
@@ -75,14 +79,15 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
     `DELETE FROM webhook_events WHERE seq IN (
        SELECT seq FROM webhook_events WHERE received_at < ? AND next_attempt_at IS NULL LIMIT ?)`,
   )
-  const readPage = reader.transaction((request: PageRequest, status: EventStatus | undefined) =>
-    status === undefined
-      ? { data: page.all(request.limit, request.offset), total: total.get()?.n ?? 0 }
+  const readPage = reader.transaction((request: ListRequest, status: EventStatus | undefined) => {
+    const direction = directionOf(request, 'newest')
+    return status === undefined
+      ? { data: page[direction].all(request.limit, request.offset), total: total.get()?.n ?? 0 }
       : {
-          data: pageWithStatus.all(status, request.limit, request.offset),
+          data: pageWithStatus[direction].all(status, request.limit, request.offset),
           total: totalWithStatus.get(status)?.n ?? 0,
-        },
-  )
+        }
+  })
 
   return {
     inUnit: {

@@ -1,4 +1,4 @@
-import type { PageRequest } from '../../db/page'
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   type MailCounter,
   type MailOutbox,
@@ -92,24 +92,29 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
      RETURNING ${VIEW}`,
   )
   const byId = reader.query<MailView, [number]>(`SELECT ${VIEW} FROM mail_outbox WHERE id = ?`)
-  const page = reader.query<MailView, [number, number]>(
-    `SELECT ${VIEW} FROM mail_outbox ORDER BY id DESC LIMIT ? OFFSET ?`,
+  const page = bothWays((direction) =>
+    reader.query<MailView, [number, number]>(
+      `SELECT ${VIEW} FROM mail_outbox ORDER BY id ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM mail_outbox')
-  const pageWithStatus = reader.query<MailView, [MailStatus, number, number]>(
-    `SELECT ${VIEW} FROM mail_outbox WHERE status = ? ORDER BY id DESC LIMIT ? OFFSET ?`,
+  const pageWithStatus = bothWays((direction) =>
+    reader.query<MailView, [MailStatus, number, number]>(
+      `SELECT ${VIEW} FROM mail_outbox WHERE status = ? ORDER BY id ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const totalWithStatus = reader.query<{ n: number }, [MailStatus]>(
     'SELECT count(*) AS n FROM mail_outbox WHERE status = ?',
   )
-  const readPage = reader.transaction((request: PageRequest, status: MailStatus | undefined) =>
-    status === undefined
-      ? { data: page.all(request.limit, request.offset), total: total.get()?.n ?? 0 }
+  const readPage = reader.transaction((request: ListRequest, status: MailStatus | undefined) => {
+    const direction = directionOf(request, 'newest')
+    return status === undefined
+      ? { data: page[direction].all(request.limit, request.offset), total: total.get()?.n ?? 0 }
       : {
-          data: pageWithStatus.all(status, request.limit, request.offset),
+          data: pageWithStatus[direction].all(status, request.limit, request.offset),
           total: totalWithStatus.get(status)?.n ?? 0,
-        },
-  )
+        }
+  })
   const enqueue = (mail: NewMail) => {
     const at = now()
     insert.run(

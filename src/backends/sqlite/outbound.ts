@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite'
-import type { PageRequest } from '../../db/page'
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   type AttemptOutcome,
   type DeliveryPageRequest,
@@ -73,8 +73,10 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
   const countEndpoints = writer.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_endpoints',
   )
-  const endpointPage = reader.query<EndpointRow, [number, number]>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY id LIMIT ? OFFSET ?`,
+  const endpointPage = bothWays((direction) =>
+    reader.query<EndpointRow, [number, number]>(
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY id ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
   const endpointTotal = reader.query<{ n: number }, []>(
     'SELECT count(*) AS n FROM webhook_endpoints',
@@ -266,10 +268,12 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
         const row = readEndpoint.get(id)
         return row === null ? null : recordOf(row)
       }),
-    pageEndpoints: (request: PageRequest) =>
+    pageEndpoints: (request: ListRequest) =>
       settle(
         reader.transaction(() => ({
-          data: endpointPage.all(request.limit, request.offset).map(recordOf),
+          data: endpointPage[directionOf(request, 'oldest')]
+            .all(request.limit, request.offset)
+            .map(recordOf),
           total: endpointTotal.get()?.n ?? 0,
         })),
       ),

@@ -1,3 +1,4 @@
+import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   type FileRow,
   type NewUpload,
@@ -40,12 +41,16 @@ export function createSqliteUploadRecords(
   )
   const deleteUpload = sqlite.query('DELETE FROM uploads WHERE id = ?')
   const total = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM uploads')
-  // Newest first: created_at, then the order of insertion within one millisecond.
-  const newest = reader.query<UploadRow, [number, number]>(
-    'SELECT * FROM uploads ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
+  // Creation order: created_at, then the order of insertion within one millisecond.
+  const inOrder = bothWays((direction) =>
+    reader.query<UploadRow, [number, number]>(
+      `SELECT * FROM uploads ORDER BY created_at ${direction}, rowid ${direction} LIMIT ? OFFSET ?`,
+    ),
   )
-  const readPage = reader.transaction((page: { limit: number; offset: number }) => ({
-    data: newest.all(page.limit, page.offset).map((row) => uploadOfRow(row, filesOf.all(row.id))),
+  const readPage = reader.transaction((page: ListRequest) => ({
+    data: inOrder[directionOf(page, 'newest')]
+      .all(page.limit, page.offset)
+      .map((row) => uploadOfRow(row, filesOf.all(row.id))),
     total: total.get()?.n ?? 0,
   }))
   const readUpload = (id: string): UploadRecord | null => {

@@ -8,7 +8,7 @@ import { fieldDetail } from '../../errors/details'
 import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
-import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
+import { chronologicalListParameters, documented, errorResponses } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
@@ -120,6 +120,7 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         offsetPageAnswer(request, set, {
           path: listPath,
           publicUrl: config.publicUrl,
+          usually: 'oldest',
           list: (page) => apiKeys.list(page),
         }),
       {
@@ -128,9 +129,9 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
           tags,
           summary: 'List API keys',
           description:
-            'Keys not revoked (expired ones too, with their expires_at), oldest first, paginated like /users.',
+            'Keys not revoked (expired ones too, with their expires_at), oldest first (sort=-created: newest first), paginated like /users.',
           security: list.security,
-          parameters: OFFSET_PAGE_PARAMETERS,
+          parameters: chronologicalListParameters('oldest'),
           responses: documented({
             200: ApiKeyPage,
             ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR'),

@@ -8,7 +8,12 @@ import { type GroupRecord, toGroupView } from '../../groups/records'
 import type { GroupStore, GroupWrites } from '../../groups/store'
 import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
-import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
+import {
+  chronologicalListParameters,
+  documented,
+  errorResponses,
+  headerParameters,
+} from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import {
   checkedIdempotencyKey,
@@ -123,6 +128,7 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
         const page = await offsetPageAnswer(request, set, {
           path: listPath,
           publicUrl: config.publicUrl,
+          usually: 'oldest',
           list: (request) => groups.list(request),
         })
         return { data: page.data.map(toGroupView), pagination: page.pagination }
@@ -132,8 +138,10 @@ export function groupRoutes(inputs: GroupRouteInputs, prefix: '' | '/v1' | '/v2'
         detail: {
           tags,
           summary: 'List groups',
-          description: 'Oldest first, paginated like /users (limit, offset, X-Total-Count, Link).',
+          description:
+            'Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link).',
           security: list.security,
+          parameters: chronologicalListParameters('oldest'),
           responses: documented({
             200: GroupPage,
             ...errorResponses('BAD_REQUEST', 'VALIDATION_ERROR'),

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import { conflict, notFound } from '../../errors/errors'
-import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
+import { chronologicalListParameters, documented, errorResponses } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import { MAIL_STATUSES, type MailOutbox } from '../../mail/outbox'
 import type { AuthPlugin } from '../auth/plugin'
@@ -45,6 +45,7 @@ export function mailRoutes(inputs: MailRouteInputs, prefix: '' | '/v1' | '/v2') 
               ? query.oneOf('status', MAIL_STATUSES, 'pending')
               : undefined,
           }),
+          usually: 'newest',
           list: (page, { status }) => outbox.list(page, status),
         }),
       {
@@ -53,10 +54,10 @@ export function mailRoutes(inputs: MailRouteInputs, prefix: '' | '/v1' | '/v2') 
           tags,
           summary: 'The mail outbox (users:write)',
           description:
-            'Newest first, paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.',
+            'Newest first (sort=created: oldest first), paginated like /users. `status` keeps only the messages in that state. Without --smtp-url every message stays pending here, its link in `text`.',
           security: list.security,
           parameters: [
-            ...OFFSET_PAGE_PARAMETERS,
+            ...chronologicalListParameters('newest'),
             { name: 'status', in: 'query', schema: { type: 'string', enum: [...MAIL_STATUSES] } },
           ],
           responses: documented({

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import { ID_FORMAT } from '../../db/random-id'
 import { notFound, unsupportedMediaType } from '../../errors/errors'
-import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
+import { chronologicalListParameters, documented, errorResponses } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import { ownerOf, requireDeleter, requireReader } from '../../uploads/access'
 import { MAX_DESCRIPTION } from '../../uploads/fields'
@@ -109,6 +109,7 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
         const page = await offsetPageAnswer(request, set, {
           path: `${prefix}/uploads`,
           publicUrl: config.publicUrl,
+          usually: 'newest',
           list: (request) => uploads.list(request),
         })
         return { data: page.data.map(view), pagination: page.pagination }
@@ -119,9 +120,9 @@ export function uploadRoutes(inputs: UploadRouteInputs, prefix: '' | '/v1' | '/v
           tags,
           summary: 'List uploads (API key)',
           description:
-            'Every upload with its files, newest first, paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.',
+            'Every upload with its files, newest first (sort=created: oldest first), paginated like /users (limit, offset, X-Total-Count, Link). Private ones included: an API key may read them all.',
           security: listGuard.security,
-          parameters: OFFSET_PAGE_PARAMETERS,
+          parameters: chronologicalListParameters('newest'),
           responses: documented({
             200: UploadPage,
             ...errorResponses('BAD_REQUEST', 'UNAUTHORIZED', 'VALIDATION_ERROR'),

@@ -4,7 +4,12 @@ import { parseRowId } from '../../db/row-id'
 import { notFound } from '../../errors/errors'
 import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
-import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
+import {
+  chronologicalListParameters,
+  documented,
+  errorResponses,
+  headerParameters,
+} from '../../http/openapi-schemas'
 import { DEFAULT_LIMIT, linkHeader, MAX_LIMIT, offsetPageAnswer } from '../../http/pagination'
 import { QueryReader } from '../../http/query'
 import { publicBaseUrl } from '../../http/request-context'
@@ -84,6 +89,7 @@ export function webhookEndpointRoutes(
         const page = await offsetPageAnswer(request, set, {
           path: listPath,
           publicUrl: config.publicUrl,
+          usually: 'oldest',
           list: (request) => endpoints.list(request),
         })
         return { data: page.data.map(toEndpointView), pagination: page.pagination }
@@ -94,8 +100,9 @@ export function webhookEndpointRoutes(
           tags,
           summary: 'List webhook endpoints',
           description:
-            'Oldest first, paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.',
+            'Oldest first (sort=-created: newest first), paginated like /users (limit, offset, X-Total-Count, Link). Secrets are never listed.',
           security: list.security,
+          parameters: chronologicalListParameters('oldest'),
           responses: documented({
             200: EndpointPage,
             ...errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR'),

@@ -4,7 +4,7 @@ import { fieldDetail } from '../../errors/details'
 import { badRequest, conflict, notFound, validationFailed } from '../../errors/errors'
 import { hasControlCharacter } from '../../http/control-characters'
 import { MAX_JSON_BYTES, readBytes } from '../../http/json-body'
-import { documented, errorResponses, OFFSET_PAGE_PARAMETERS } from '../../http/openapi-schemas'
+import { chronologicalListParameters, documented, errorResponses } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import type { QueryReader } from '../../http/query'
 import { EVENT_STATUSES, type EventStatus, type WebhookInbox } from '../../webhooks/inbox'
@@ -110,6 +110,7 @@ export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '
           path: listPath,
           publicUrl: config.publicUrl,
           filters: (query) => ({ status: readStatusFilter(query) }),
+          usually: 'newest',
           list: (page, { status }) => inbox.list(page, status),
         }),
       {
@@ -118,10 +119,10 @@ export function webhookRoutes(inputs: WebhookRouteInputs, prefix: '' | '/v1' | '
           tags,
           summary: 'Stored webhook events',
           description:
-            'Newest first, paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.',
+            'Newest first (sort=created: oldest first), paginated like /users. `status` (pending, processed, ignored or failed) keeps only the events in that state; `pagination.total` then counts only those.',
           security: events.security,
           parameters: [
-            ...OFFSET_PAGE_PARAMETERS,
+            ...chronologicalListParameters('newest'),
             { name: 'status', in: 'query', schema: { type: 'string', enum: [...EVENT_STATUSES] } },
           ],
           responses: documented({

@@ -390,15 +390,19 @@ describe('the numbers the document states are the numbers the service keeps', ()
     expect(lists.map((list) => list.path).sort()).toEqual([
       '/api-keys',
       '/audit',
+      '/groups',
       '/mail',
       '/uploads',
       '/users',
       '/v2/api-keys',
       '/v2/audit',
+      '/v2/groups',
       '/v2/mail',
       '/v2/uploads',
       '/v2/users',
+      '/v2/webhook-endpoints',
       '/v2/webhooks/events',
+      '/webhook-endpoints',
       '/webhooks/events',
     ])
     for (const { path, maximum, default: fallback } of lists) {
