@@ -404,6 +404,35 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect((await api('/data', {}, created)).status).toBe(401)
   })
 
+  test('API keys: the Id head turns the list newest first, kept in the URL across a reload', async () => {
+    await openSection('API keys')
+    const idHead = page.locator('thead th', { hasText: 'Id' })
+    await idHead.waitFor()
+    const apiIds = async (sort: string) =>
+      ((await (await api(`/api-keys?sort=${sort}`)).json()) as { data: { id: number }[] }).data.map(
+        (key) => String(key.id),
+      )
+    const shownIds = async () => await page.locator('tbody tr td:nth-child(1)').allTextContents()
+    expect(await idHead.getAttribute('aria-sort')).toBe('ascending')
+    expect(await shownIds()).toEqual(await apiIds('created'))
+    await activate(page, 'Id')
+    await page.waitForURL(/sort=-created/)
+    await page.locator('thead th[aria-sort="descending"]', { hasText: 'Id' }).waitFor()
+    const newest = await apiIds('-created')
+    await page.waitForFunction(
+      (first) => document.querySelector('tbody tr td')?.textContent === first,
+      newest[0],
+    )
+    expect(await shownIds()).toEqual(newest)
+    await page.reload()
+    await page.locator('thead th[aria-sort="descending"]', { hasText: 'Id' }).waitFor()
+    await page.waitForFunction(
+      (first) => document.querySelector('tbody tr td')?.textContent === first,
+      newest[0],
+    )
+    expect(await shownIds()).toEqual(newest)
+  })
+
   test('uploads: hostile names are text; details, download, delete', async () => {
     await openSection('Uploads')
     await waitForText(page.locator('tbody'), HOSTILE_FILENAME)

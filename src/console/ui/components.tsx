@@ -277,6 +277,28 @@ export function useOffsetView<T extends Record<string, string>>(extra: T) {
   }
 }
 
+/**
+ * An offset list in creation order that the API turns around with `sort=created|-created`,
+ * its order kept in the URL beside its page. `usual` is the API's own order (left out of the
+ * URL and of the request); `column` is the head that toggles it.
+ */
+export function useChronologicalView<T extends Record<string, string>>(
+  usual: 'created' | '-created',
+  column: string,
+  extra: T,
+) {
+  const list = useOffsetView({ ...extra, sort: usual })
+  // A hand-edited link with another sort shows the usual order, not an error.
+  const asked = list.view.sort
+  const sort = asked === 'created' || asked === '-created' ? asked : usual
+  const sorting: Sorting = {
+    sort,
+    keys: { [column]: 'created' },
+    onSort: (next) => list.filter({ sort: next } as never),
+  }
+  return { ...list, sort, sortParam: sort === usual ? '' : `&sort=${sort}`, sorting }
+}
+
 /** What a list shows while it loads, and when it has nothing. */
 export function ListState(props: { loading: boolean; empty: boolean; nothing: string }) {
   if (props.loading) {

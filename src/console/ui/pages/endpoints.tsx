@@ -15,9 +15,9 @@ import {
   ShownOnce,
   StatusFilter,
   SubmitOrCancel,
+  useChronologicalView,
   useCursors,
   useLoad,
-  useOffsetView,
 } from '../components'
 
 interface Endpoint {
@@ -57,11 +57,16 @@ const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const
 
 /** Outbound webhooks: endpoints, their secrets (shown once), and each one's delivery log. */
 export function EndpointsPage() {
-  const { offset, limit, setOffset, setLimit } = useOffsetView({})
+  const { offset, limit, setOffset, setLimit, sort, sortParam, sorting } = useChronologicalView(
+    'created',
+    'Created',
+    {},
+  )
   const { data, error, reload } = useLoad(
     async () =>
-      (await call<EndpointPage>(`/webhook-endpoints?limit=${limit}&offset=${offset}`)).body,
-    [offset, limit],
+      (await call<EndpointPage>(`/webhook-endpoints?limit=${limit}&offset=${offset}${sortParam}`))
+        .body,
+    [offset, limit, sort],
   )
   const [creating, setCreating] = useState(false)
   const [secret, setSecret] = useState<{ title: string; url: string; secret: string } | null>(null)
@@ -117,6 +122,7 @@ export function EndpointsPage() {
       {data !== null && (
         <>
           <ListTable
+            sorting={sorting}
             caption={<>Webhook endpoints</>}
             columns={['Id', 'URL', 'Events', 'Status', 'Created', 'Actions']}
           >

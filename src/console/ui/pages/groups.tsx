@@ -12,8 +12,8 @@ import {
   Pager,
   RowAction,
   SubmitOrCancel,
+  useChronologicalView,
   useLoad,
-  useOffsetView,
 } from '../components'
 import type { User } from './user-dialogs'
 
@@ -35,10 +35,14 @@ type Open = { mode: 'create' } | { mode: 'members'; id: number } | { mode: 'dele
 
 /** List, create, delete groups, and put users in them or take them out. */
 export function GroupsPage() {
-  const { offset, limit, setOffset, setLimit } = useOffsetView({})
+  const { offset, limit, setOffset, setLimit, sort, sortParam, sorting } = useChronologicalView(
+    'created',
+    'Created',
+    {},
+  )
   const { data, error, reload } = useLoad(
-    async () => (await call<GroupPage>(`/groups?limit=${limit}&offset=${offset}`)).body,
-    [offset, limit],
+    async () => (await call<GroupPage>(`/groups?limit=${limit}&offset=${offset}${sortParam}`)).body,
+    [offset, limit, sort],
   )
   const [open, setOpen] = useState<Open | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
@@ -60,6 +64,7 @@ export function GroupsPage() {
       {data !== null && (
         <>
           <ListTable
+            sorting={sorting}
             caption={
               <>
                 {data.pagination.total} group{data.pagination.total === 1 ? '' : 's'}

@@ -13,8 +13,8 @@ import {
   RowAction,
   ShownOnce,
   SubmitOrCancel,
+  useChronologicalView,
   useLoad,
-  useOffsetView,
 } from '../components'
 import { SCOPES } from '../scopes'
 
@@ -39,14 +39,18 @@ interface Me {
 
 /** List, create (the key shown once), revoke. */
 export function KeysPage() {
-  const { offset, limit, setOffset, setLimit } = useOffsetView({})
+  const { offset, limit, setOffset, setLimit, sort, sortParam, sorting } = useChronologicalView(
+    'created',
+    'Id',
+    {},
+  )
   const { data, error, reload } = useLoad(async () => {
     const [page, me] = await Promise.all([
-      call<KeyPage>(`/api-keys?limit=${limit}&offset=${offset}`),
+      call<KeyPage>(`/api-keys?limit=${limit}&offset=${offset}${sortParam}`),
       call<Me>('/data'),
     ])
     return { page: page.body, ownId: me.body.key?.id ?? null }
-  }, [offset, limit])
+  }, [offset, limit, sort])
   const [creating, setCreating] = useState(false)
   const [revoking, setRevoking] = useState<ApiKey | null>(null)
   const [notice, setNotice] = useState<string | null>(null)
@@ -63,6 +67,7 @@ export function KeysPage() {
       {data !== null && (
         <>
           <ListTable
+            sorting={sorting}
             caption={<>Active API keys</>}
             columns={['Id', 'Name', 'Starts with', 'Scopes', 'Expires', 'Last used', 'Actions']}
           >

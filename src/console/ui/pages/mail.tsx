@@ -9,8 +9,8 @@ import {
   Pager,
   RowAction,
   StatusFilter,
+  useChronologicalView,
   useLoad,
-  useOffsetView,
 } from '../components'
 
 interface Mail {
@@ -40,14 +40,15 @@ function linkOf(mail: Mail): string | null {
 
 /** The mail outbox: status, attempts, last error; a failed message sent again. */
 export function MailOutboxPage() {
-  const list = useOffsetView({ status: '' })
-  const { offset, limit, setOffset, setLimit } = list
+  const list = useChronologicalView('-created', 'Created', { status: '' })
+  const { offset, limit, setOffset, setLimit, sort, sorting } = list
   const status = list.view.status
   const { data, error, reload } = useLoad(async () => {
     const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
     if (status !== '') query.set('status', status)
+    if (sort !== '-created') query.set('sort', sort)
     return (await call<MailPage>(`/mail?${query}`)).body
-  }, [status, offset, limit])
+  }, [status, sort, offset, limit])
   const [notice, setNotice] = useState<string | null>(null)
   const [actionError, setActionError] = useState<unknown>(null)
 
@@ -80,6 +81,7 @@ export function MailOutboxPage() {
       {data !== null && (
         <>
           <ListTable
+            sorting={sorting}
             caption={<>Mail, newest first</>}
             columns={[
               'To',

@@ -12,8 +12,8 @@ import {
   type OffsetPage,
   Pager,
   RowAction,
+  useChronologicalView,
   useLoad,
-  useOffsetView,
 } from '../components'
 
 interface StoredFile {
@@ -43,10 +43,15 @@ const totalSize = (upload: Upload) => upload.files.reduce((sum, file) => sum + f
 
 /** The uploads, newest first; details with files, download, delete. */
 export function UploadsPage() {
-  const { offset, limit, setOffset, setLimit } = useOffsetView({})
+  const { offset, limit, setOffset, setLimit, sort, sortParam, sorting } = useChronologicalView(
+    '-created',
+    'Created',
+    {},
+  )
   const { data, error, loading, reload } = useLoad(
-    async () => (await call<UploadPage>(`/uploads?limit=${limit}&offset=${offset}`)).body,
-    [offset, limit],
+    async () =>
+      (await call<UploadPage>(`/uploads?limit=${limit}&offset=${offset}${sortParam}`)).body,
+    [offset, limit, sort],
   )
   const [showing, setShowing] = useState<Upload | null>(null)
   const [deleting, setDeleting] = useState<Upload | null>(null)
@@ -64,6 +69,7 @@ export function UploadsPage() {
       {data !== null && data.data.length > 0 && (
         <>
           <ListTable
+            sorting={sorting}
             caption={<>Uploads, newest first</>}
             columns={['Id', 'Description', 'Files', 'Size', 'Visibility', 'Created', 'Actions']}
           >

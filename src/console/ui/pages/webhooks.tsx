@@ -9,8 +9,8 @@ import {
   Pager,
   RowAction,
   StatusFilter,
+  useChronologicalView,
   useLoad,
-  useOffsetView,
 } from '../components'
 
 interface WebhookEvent {
@@ -33,14 +33,15 @@ const STATUSES = ['pending', 'processed', 'ignored', 'failed'] as const
 
 /** The stored events with their outcome, filtered by status; retry a failed one. */
 export function WebhooksPage() {
-  const list = useOffsetView({ status: '' })
-  const { offset, limit, setOffset, setLimit } = list
+  const list = useChronologicalView('-created', 'Received', { status: '' })
+  const { offset, limit, setOffset, setLimit, sort, sorting } = list
   const status = list.view.status
   const { data, error, reload } = useLoad(async () => {
     const query = new URLSearchParams({ limit: String(limit), offset: String(offset) })
     if (status !== '') query.set('status', status)
+    if (sort !== '-created') query.set('sort', sort)
     return (await call<EventPage>(`/webhooks/events?${query}`)).body
-  }, [status, offset, limit])
+  }, [status, sort, offset, limit])
   const [notice, setNotice] = useState<string | null>(null)
   const [actionError, setActionError] = useState<unknown>(null)
 
@@ -69,6 +70,7 @@ export function WebhooksPage() {
       {data !== null && (
         <>
           <ListTable
+            sorting={sorting}
             caption={<>Webhook events, newest first</>}
             columns={['Event id', 'Type', 'Status', 'Attempts', 'Error', 'Received', 'Actions']}
           >
