@@ -583,6 +583,25 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     await waitForText(page.locator('tbody tr').first(), 'live@example.com')
     expect(await page.locator('main img, main script, main svg').count()).toBe(0)
     await expectAccessible('activity, live')
+    // The filter and the page are in the URL: Older, then a reload, shows that page again.
+    await page.waitForURL(/#\/activity\?action=user\.\*/)
+    // The users test made 25 users: their user.created events fill more than the first page.
+    expect(await page.locator('tbody tr').count()).toBeGreaterThanOrEqual(20)
+    const firstOfNewest = await page.locator('tbody tr td').first().textContent()
+    await activate(page, 'Older')
+    await page.waitForURL(/trail=evt_/)
+    await page.waitForFunction(
+      (text) => document.querySelector('tbody tr td')?.textContent !== text,
+      firstOfNewest,
+    )
+    const older = await page.locator('tbody').textContent()
+    await page.reload()
+    await waitForText(page.getByRole('status'), 'An older page')
+    expect(await page.getByLabel('Action').inputValue()).toBe('user.*')
+    await page.waitForFunction(
+      (text) => document.querySelector('tbody')?.textContent === text,
+      older,
+    )
   })
 
   test('mail: a reset sent from the users page waits in the outbox; its link sets the password', async () => {

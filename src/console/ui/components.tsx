@@ -315,7 +315,7 @@ export function ListState(props: { loading: boolean; empty: boolean; nothing: st
  * Pages of a list read by cursor, newest first: the cursors followed so far (the last one is
  * the page shown; none: the first page), and the way back.
  */
-export function useCursors() {
+export function useCursors(): CursorPages {
   const [cursors, setCursors] = useState<string[]>([])
   return {
     cursor: cursors.at(-1) ?? null,
@@ -325,10 +325,44 @@ export function useCursors() {
   }
 }
 
+/** Cursors in a URL's trail: no cursor roster issues holds it. */
+const TRAIL_SEPARATOR = '~'
+
+/**
+ * A cursor list's view kept in the URL: its filters (`extra`) and the cursors followed from
+ * the newest page (`#/activity?action=user.*&trail=evt_9~evt_5`), so a reload or a shared link
+ * shows the same page, and Newer steps back along the trail as Back does. A filter change
+ * starts again at the newest.
+ */
+export function useCursorView<T extends Record<string, string>>(extra: T) {
+  const [view, setView] = useHashQuery({ ...extra, trail: '' })
+  const trail = view.trail === '' ? [] : view.trail.split(TRAIL_SEPARATOR)
+  const follow = (cursors: string[]) => setView({ trail: cursors.join(TRAIL_SEPARATOR) } as never)
+  const pages: CursorPages = {
+    cursor: trail.at(-1) ?? null,
+    first: () => follow([]),
+    older: (next) => follow([...trail, next]),
+    newer: () => follow(trail.slice(0, -1)),
+  }
+  return {
+    view,
+    pages,
+    filter: (changes: Partial<T>) => setView({ ...changes, trail: '' } as never),
+  }
+}
+
+/** Where a cursor list is and how to move: what useCursors and useCursorView give. */
+export interface CursorPages {
+  cursor: string | null
+  first: () => void
+  older: (next: string) => void
+  newer: () => void
+}
+
 /** Newer/Older (and Newest, with `showNewest`) for a list read by cursor. */
 export function CursorPager(props: {
   label: string
-  pages: ReturnType<typeof useCursors>
+  pages: CursorPages
   next: string | null
   showNewest?: boolean
 }) {

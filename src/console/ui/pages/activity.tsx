@@ -6,7 +6,7 @@ import {
   Field,
   formatDate,
   ListTable,
-  useCursors,
+  useCursorView,
   useLoad,
 } from '../components'
 import { type FeedState, follow } from '../feed'
@@ -27,7 +27,8 @@ interface AuditPage {
   pagination: { limit: number; next_cursor: string | null }
 }
 
-interface Filters {
+// A type, not an interface: the URL's view (useCursorView) takes string records.
+type Filters = {
   action: string
   actorType: string
   targetType: string
@@ -64,17 +65,24 @@ function passes(event: AuditEvent, filters: Filters): boolean {
   )
 }
 
-/** The audit log, newest first, filterable, with what happens next added live from /events. */
+/**
+ * The audit log, newest first, filterable, with what happens next added live from /events; the
+ * filters and the page are kept in the URL.
+ */
 export function ActivityPage() {
-  const [draft, setDraft] = useState<Filters>(NO_FILTERS)
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS)
-  const pages = useCursors()
+  const list = useCursorView(NO_FILTERS)
+  const { pages } = list
   const { cursor } = pages
+  const { action, actorType, targetType, targetId } = list.view
+  const filters: Filters = { action, actorType, targetType, targetId }
+  const [draft, setDraft] = useState<Filters>(filters)
+  // Back, Forward or a shared link change the filters: the fields show them.
+  useEffect(() => setDraft(filters), [action, actorType, targetType, targetId])
   const { data, error } = useLoad(async () => {
     const query = queryOf(filters)
     if (cursor !== null) query.set('cursor', cursor)
     return (await call<AuditPage>(`/audit?${query}`)).body
-  }, [filters, cursor])
+  }, [action, actorType, targetType, targetId, cursor])
   const [live, setLive] = useState<AuditEvent[]>([])
   const [following, setFollowing] = useState(true)
   const [state, setState] = useState<FeedState>('stopped')
@@ -96,12 +104,11 @@ export function ActivityPage() {
       },
       setState,
     )
-  }, [following, onFirstPage, filters])
+  }, [following, onFirstPage, action, actorType, targetType, targetId])
 
   const apply = (event: Event) => {
     event.preventDefault()
-    pages.first()
-    setFilters({ ...draft, action: draft.action.trim(), targetId: draft.targetId.trim() })
+    list.filter({ ...draft, action: draft.action.trim(), targetId: draft.targetId.trim() })
   }
   const shown = data === null ? [] : dedupe([...live, ...data.data])
 
