@@ -151,9 +151,14 @@ export function nameSchemas(
   clean: (schema: unknown) => Json,
   named: Record<string, TSchema> = NAMED_SCHEMAS,
 ): void {
+  // Each schema's size measured once, not once per comparison.
   const entries = Object.entries(named)
-    .map(([name, schema]) => [name, clean(schema)] as const)
-    .sort(([, a], [, b]) => JSON.stringify(a).length - JSON.stringify(b).length)
+    .map(([name, schema]) => {
+      const cleaned = clean(schema)
+      return { name, schema: cleaned, size: JSON.stringify(cleaned).length }
+    })
+    .sort((a, b) => a.size - b.size)
+    .map(({ name, schema }) => [name, schema] as const)
   const names = new Map<string, string>()
   const components = ((document.components as Json).schemas ?? {}) as Json
   for (const [name, schema] of entries) {

@@ -109,7 +109,7 @@ export function headOf(get: Operation): Operation {
   return {
     ...get,
     operationId: `head${String(get.operationId ?? '').replace(/^get/, '')}`,
-    summary: get.summary === undefined ? undefined : `${get.summary} (headers only)`,
+    ...(get.summary === undefined ? {} : { summary: `${get.summary} (headers only)` }),
     description: 'The GET’s status and headers, without its body.',
     responses,
   }

@@ -221,6 +221,8 @@ export function publish(source: Json): Json {
         )
       }
       markReadOnly(operation.responses)
+      // A download's real media types, before HEAD copies the GET's responses.
+      if (method === 'get' && DOWNLOAD_PATH.test(path)) documentDownload(operation as never)
       const limited = !UNLIMITED_PATHS.has(path)
       documentResponseHeaders(path, method, operation as never, limited, components.schemas)
     }
@@ -229,10 +231,12 @@ export function publish(source: Json): Json {
   return document
 }
 
+/** The download route, whose GET answers the file's own bytes. */
+const DOWNLOAD_PATH = /^(?:\/v2)?\/files\/\{id\}$/
+
 /** HEAD beside each GET (not SCIM's: RFC 7644 has none), OPTIONS on every path. */
 function addHeadAndOptions(path: string, item: Record<string, Json>): void {
   const get = item.get as (Json & { responses: Record<string, Json> }) | undefined
-  if (get !== undefined && /^(?:\/v2)?\/files\/\{id\}$/.test(path)) documentDownload(get)
   if (get !== undefined && !path.startsWith('/scim/v2')) item.head ??= headOf(get)
   const tags = (get ?? Object.values(item)[0])?.tags
   if (item.options !== undefined) return
