@@ -121,13 +121,18 @@ describe('runMigrations', () => {
   })
 })
 
+/** A database with every migration before `tag` applied, and the index of `tag`. */
+function migratedUpTo(dir: string, tag: string) {
+  const db = openDatabase(join(dir, 'roster.db'), { sync: 'full' })
+  const before = embeddedMigrations.findIndex((m) => m.tag === tag)
+  runMigrations(db.$client, embeddedMigrations.slice(0, before))
+  return { db, before }
+}
+
 describe('migration 0016-0017 on a database that already has users (issue 34)', () => {
   test('fills every search key in its transaction, counts the users, and the index catches up', async () => {
     using dir = tempDir()
-    const path = join(dir.path, 'roster.db')
-    const db = openDatabase(path, { sync: 'full' })
-    const before = embeddedMigrations.findIndex((m) => m.tag === '0016_search_key')
-    runMigrations(db.$client, embeddedMigrations.slice(0, before))
+    const { db, before } = migratedUpTo(dir.path, '0016_search_key')
     const insert = db.$client.query(
       "INSERT INTO users (name, email, email_key, created_at, updated_at) VALUES (?1, ?2, lower(?2), 'x', 'x')",
     )
@@ -169,10 +174,7 @@ describe('migration 0016-0017 on a database that already has users (issue 34)', 
 describe('migration 0018 on a database whose search index is part way', () => {
   test('the name order holds what the index holds: indexed users, stale ones under their old key', async () => {
     using dir = tempDir()
-    const path = join(dir.path, 'roster.db')
-    const db = openDatabase(path, { sync: 'full' })
-    const before = embeddedMigrations.findIndex((m) => m.tag === '0018_user_name_order')
-    runMigrations(db.$client, embeddedMigrations.slice(0, before))
+    const { db } = migratedUpTo(dir.path, '0018_user_name_order')
     const insert = db.$client.query(
       "INSERT INTO users (name, email, email_key, created_at, updated_at, search_key) VALUES (?1, ?2, ?2, 'x', 'x', lower(?1) || char(10) || ?2)",
     )

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
 import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey } from '../helpers/auth'
+import { linkTargets } from '../helpers/links'
 import { multipartBody, multipartType } from '../helpers/multipart'
 
 // Offset lists in creation order (http/pagination.ts's offsetPageAnswer with `usually`): the
@@ -15,15 +16,6 @@ const CHRONOLOGICAL_LISTS = [
   '/mail',
   '/webhooks/events',
 ] as const
-
-function linkTargets(header: string | null): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const part of (header ?? '').split(', ')) {
-    const match = /^<([^>]+)>; rel="(\w+)"$/.exec(part)
-    if (match) out[match[2] as string] = match[1] as string
-  }
-  return out
-}
 
 async function upload(t: TestApp, name: string) {
   const reply = await t.call('POST', '/upload', {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { searchKeyOf } from '../../../src/users/search-key'
 import { dbQuery, expectEnvelope, makeTestApp, type Reply, type TestApp } from '../../helpers/app'
+import { linkTargets } from '../../helpers/links'
 
 /** Inserts n users directly (the list is what is under test, not create). */
 async function seed(t: TestApp, n: number, name = (i: number) => `User ${i}`) {
@@ -28,15 +29,6 @@ function follow(t: TestApp, link: string | undefined) {
   return t.get(link.replace('http://localhost', ''))
 }
 
-function links(header: string | null): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const part of (header ?? '').split(', ')) {
-    const match = /^<([^>]+)>; rel="(\w+)"$/.exec(part)
-    if (match) out[match[2] as string] = match[1] as string
-  }
-  return out
-}
-
 describe('GET /users (v1)', () => {
   test('an empty list: envelope, X-Total-Count 0, first and last links only', async () => {
     await using t = await makeTestApp()
@@ -44,7 +36,7 @@ describe('GET /users (v1)', () => {
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({ data: [], pagination: { limit: 20, offset: 0, total: 0 } })
     expect(reply.headers.get('x-total-count')).toBe('0')
-    expect(links(reply.headers.get('link'))).toEqual({
+    expect(linkTargets(reply.headers.get('link'))).toEqual({
       first: 'http://localhost/users?limit=20&offset=0',
       last: 'http://localhost/users?limit=20&offset=0',
     })
@@ -59,7 +51,7 @@ describe('GET /users (v1)', () => {
     )
     expect(reply.body.pagination).toEqual({ limit: 10, offset: 20, total: 45 })
     expect(reply.headers.get('x-total-count')).toBe('45')
-    expect(links(reply.headers.get('link'))).toEqual({
+    expect(linkTargets(reply.headers.get('link'))).toEqual({
       first: 'http://localhost/users?limit=10&offset=0',
       prev: 'http://localhost/users?limit=10&offset=10',
       next: 'http://localhost/users?limit=10&offset=30',
@@ -71,15 +63,15 @@ describe('GET /users (v1)', () => {
     await using t = await makeTestApp()
     await seed(t, 40)
     expect(
-      Object.keys(links((await t.get('/users?limit=20&offset=20')).headers.get('link'))),
+      Object.keys(linkTargets((await t.get('/users?limit=20&offset=20')).headers.get('link'))),
     ).toEqual(['first', 'prev', 'last'])
-    expect(Object.keys(links((await t.get('/users?limit=20')).headers.get('link')))).toEqual([
+    expect(Object.keys(linkTargets((await t.get('/users?limit=20')).headers.get('link')))).toEqual([
       'first',
       'next',
       'last',
     ])
     // last offset is floor((total-1)/limit)*limit: 40 users, limit 20 -> 20
-    expect(links((await t.get('/users')).headers.get('link')).last).toEndWith('offset=20')
+    expect(linkTargets((await t.get('/users')).headers.get('link')).last).toEndWith('offset=20')
   })
 
   test('an offset past the end answers an empty page', async () => {
@@ -93,7 +85,7 @@ describe('GET /users (v1)', () => {
     await using t = await makeTestApp({ publicUrl: 'https://api.example.com/roster' })
     await seed(t, 30)
     const reply = await t.get('/v1/users?limit=10')
-    expect(links(reply.headers.get('link')).next).toBe(
+    expect(linkTargets(reply.headers.get('link')).next).toBe(
       'https://api.example.com/roster/v1/users?limit=10&offset=10',
     )
   })
@@ -157,7 +149,7 @@ describe('GET /v2/users', () => {
     expect(first.body.pagination).toMatchObject({ limit: 10, offset: 0, total: 25 })
     const cursor = first.body.pagination.next_cursor
     expect(cursor).toEqual(expect.any(String))
-    expect(links(first.headers.get('link')).next).toBe(
+    expect(linkTargets(first.headers.get('link')).next).toBe(
       `http://localhost/v2/users?limit=10&cursor=${cursor}`,
     )
     const second = await t.get(`/v2/users?limit=10&cursor=${cursor}`)
@@ -167,7 +159,7 @@ describe('GET /v2/users', () => {
     const third = await t.get(`/v2/users?limit=10&cursor=${second.body.pagination.next_cursor}`)
     expect(ids(third)).toEqual([21, 22, 23, 24, 25])
     expect(third.body.pagination).toEqual({ limit: 10, offset: null, total: 25, next_cursor: null })
-    const thirdLinks = links(third.headers.get('link'))
+    const thirdLinks = linkTargets(third.headers.get('link'))
     expect(thirdLinks.next).toBeUndefined()
     expect(thirdLinks.first).toBe('http://localhost/v2/users?limit=10&offset=0')
     expect(thirdLinks.last).toBe('http://localhost/v2/users?limit=10&offset=20')
@@ -180,16 +172,16 @@ describe('GET /v2/users', () => {
       `/v2/users?limit=10&cursor=${(await t.get('/v2/users?limit=10')).body.pagination.next_cursor}`,
     )
     const third = await t.get(`/v2/users?limit=10&cursor=${second.body.pagination.next_cursor}`)
-    const back = await follow(t, links(third.headers.get('link')).prev)
+    const back = await follow(t, linkTargets(third.headers.get('link')).prev)
     expect(ids(back)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20])
-    const backLinks = links(back.headers.get('link'))
+    const backLinks = linkTargets(back.headers.get('link'))
     expect(new URL(backLinks.next as string, 'http://x').searchParams.get('cursor')).toBe(
       second.body.pagination.next_cursor,
     )
     const start = await follow(t, backLinks.prev)
     expect(ids(start)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-    expect(links(start.headers.get('link')).prev).toBeUndefined()
-    expect(ids(await follow(t, links(start.headers.get('link')).next))).toEqual(ids(back))
+    expect(linkTargets(start.headers.get('link')).prev).toBeUndefined()
+    expect(ids(await follow(t, linkTargets(start.headers.get('link')).next))).toEqual(ids(back))
   })
 
   test('a cursor survives deletes: it points after an id, not at a position', async () => {
@@ -237,12 +229,12 @@ describe('GET /v2/users', () => {
     await seed(t, 30)
     const first = await t.get('/v2/users?q=user2&limit=5') // 2, 20..29
     expect(first.body.pagination.total).toBe(11)
-    const next = links(first.headers.get('link')).next as string
+    const next = linkTargets(first.headers.get('link')).next as string
     expect(next).toContain('q=user2')
     const second = await t.get(next.replace('http://localhost', ''))
     expect(ids(second)).toEqual([24, 25, 26, 27, 28])
     expect(second.body.pagination).toMatchObject({ offset: null, total: 11 })
-    const prev = links(second.headers.get('link')).prev as string
+    const prev = linkTargets(second.headers.get('link')).prev as string
     expect(prev).toContain('q=user2')
     expect(ids(await follow(t, prev))).toEqual([2, 20, 21, 22, 23])
   })
@@ -255,7 +247,7 @@ describe('GET /v2/users', () => {
     expect(ids(first)).toEqual([1, 2, 3])
     expect(first.body.pagination).toEqual({ limit: 3, offset: 0, next_cursor: expect.any(String) })
     expect(first.headers.get('x-total-count')).toBeNull()
-    const rels = links(first.headers.get('link'))
+    const rels = linkTargets(first.headers.get('link'))
     expect(Object.keys(rels).sort()).toEqual(['first', 'next'])
     expect(rels.next).toContain('count=none')
     const second = await follow(t, rels.next)
@@ -285,7 +277,7 @@ describe('GET /v2/users', () => {
     const expected = ['Zoë', 'Noor', 'Émile', 'Dana', 'carl', 'Bea', 'ada']
     const first = await t.get('/v2/users?limit=3&sort=-name')
     expect(first.body.data.map((user: { name: string }) => user.name)).toEqual(expected.slice(0, 3))
-    const rels = links(first.headers.get('link'))
+    const rels = linkTargets(first.headers.get('link'))
     for (const rel of ['first', 'next', 'last']) expect(rels[rel]).toContain('sort=-name')
     const second = await follow(t, rels.next)
     expect(second.body.data.map((user: { name: string }) => user.name)).toEqual(
@@ -308,9 +300,9 @@ describe('GET /v2/users', () => {
         received: cursor,
       },
     ])
-    const back = await follow(t, links(second.headers.get('link')).prev)
+    const back = await follow(t, linkTargets(second.headers.get('link')).prev)
     expect(ids(back)).toEqual(ids(first))
-    expect(links(back.headers.get('link')).prev).toBeUndefined()
+    expect(linkTargets(back.headers.get('link')).prev).toBeUndefined()
   })
 
   test('a cursor before every match is the first page: no prev link', async () => {
@@ -318,9 +310,11 @@ describe('GET /v2/users', () => {
     await seed(t, 5)
     const after1 = `/v2/users?limit=2&cursor=${Buffer.from('a:1').toString('base64url')}`
     expect(ids(await t.get(after1))).toEqual([2, 3])
-    expect(ids(await follow(t, links((await t.get(after1)).headers.get('link')).prev))).toEqual([1])
+    expect(
+      ids(await follow(t, linkTargets((await t.get(after1)).headers.get('link')).prev)),
+    ).toEqual([1])
     await dbQuery(t.deps, 'DELETE FROM users WHERE id = 1')
-    expect(links((await t.get(after1)).headers.get('link')).prev).toBeUndefined()
+    expect(linkTargets((await t.get(after1)).headers.get('link')).prev).toBeUndefined()
   })
 
   test.each([
