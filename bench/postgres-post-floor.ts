@@ -1,0 +1,163 @@
+// How close POST /users on PostgreSQL can come to the raw baseline (bench/postgres-baseline.ts,
+// one INSERT into a table with one unique index) at all: roster against the floor servers of
+// bench/postgres-floor.ts, each writing into roster's own schema in one design, and into a
+// "lean" copy of it without the indexes and the count that `q`, `sort` and `total` need
+// (users_search_key_trgm, users_name_order_idx, users_email_order_idx, the count trigger). Each
+// row of the table is a ceiling for any implementation that does at least that work.
+// Usage: bun bench/postgres-post-floor.ts [--duration 3] [--reps 5] [--no-build]
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { SQL } from 'bun'
+import { startPostgres } from '../scripts/postgres-server'
+import { cpuSeconds, cpuSecondsOfCommand, median, type Spawned, spawnServer } from './lib/process'
+import { BINARY, buildBinary } from './lib/roster'
+import { ensureWrk, runWrk } from './lib/wrk'
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '3' },
+    reps: { type: 'string', default: '5' },
+    'no-build': { type: 'boolean', default: false },
+  },
+})
+const SEEDED = 10_000
+const LEAN = [
+  'DROP INDEX users_search_key_trgm',
+  'DROP INDEX users_name_order_idx',
+  'DROP INDEX users_email_order_idx',
+  'DROP TRIGGER users_counted_insert ON users',
+]
+const FLOORS = [
+  { label: 'floor: the user only', mode: 'user', lean: false },
+  { label: 'floor: the user and its event, one statement', mode: 'user-and-event', lean: false },
+  {
+    label: 'floor: the same with pg_notify',
+    mode: 'user-and-event-notify',
+    lean: false,
+  },
+  { label: 'floor: BEGIN, user, event, COMMIT', mode: 'transaction', lean: false },
+  { label: 'floor: the user only, lean schema', mode: 'user', lean: true },
+  { label: 'floor: the user and its event, lean schema', mode: 'user-and-event', lean: true },
+] as const
+
+async function seedRosterSchema(url: string) {
+  const sql = new SQL(url, { max: 1 })
+  const at = new Date().toISOString()
+  await sql`INSERT INTO users (name, email, email_key, search_key, created_at, updated_at)
+    SELECT 'User ' || i, 'user' || i || '@example.com', 'user' || i || '@example.com',
+      'user ' || i || E'\n' || 'user' || i || '@example.com', ${at}, ${at}
+    FROM generate_series(1, ${SEEDED}) AS i`
+  await sql`VACUUM ANALYZE users`
+  await sql.close()
+}
+
+async function main() {
+  buildBinary(args['no-build'])
+  await ensureWrk()
+  const postgres = await startPostgres({ durable: true, reapWith: process.pid })
+  const dir = mkdtempSync(join(tmpdir(), 'roster-bench-pg-floor-'))
+  const servers: { label: string; server: Spawned }[] = []
+  const urlOf = (name: string) => {
+    const url = new URL(postgres.url)
+    url.pathname = `/${name}`
+    return url.toString()
+  }
+  const rosterOn = (name: string) =>
+    spawnServer([
+      BINARY,
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      join(dir, name),
+      '--log-file',
+      join(dir, `${name}.log`),
+      '--database-url',
+      urlOf(name),
+    ])
+  try {
+    const admin = new SQL(postgres.url, { max: 1 })
+    const names = ['roster', 'baseline', ...FLOORS.map((_, i) => `floor_${i}`)]
+    for (const name of names) await admin.unsafe(`CREATE DATABASE ${name}`)
+    await admin.close()
+
+    servers.push({ label: 'roster', server: await rosterOn('roster') })
+    await seedRosterSchema(urlOf('roster'))
+    for (const [i, floor] of FLOORS.entries()) {
+      const name = `floor_${i}`
+      // roster migrates the schema, then makes way for the floor server.
+      await (await rosterOn(name)).stop()
+      if (floor.lean) {
+        const sql = new SQL(urlOf(name), { max: 1 })
+        for (const statement of LEAN) await sql.unsafe(statement)
+        await sql.close()
+      }
+      await seedRosterSchema(urlOf(name))
+      const command = [
+        process.execPath,
+        join(import.meta.dir, 'postgres-floor.ts'),
+        urlOf(name),
+        '0',
+        floor.mode,
+      ]
+      servers.push({ label: floor.label, server: await spawnServer(command) })
+    }
+    const baselineCommand = [
+      process.execPath,
+      join(import.meta.dir, 'postgres-baseline.ts'),
+      urlOf('baseline'),
+      '0',
+    ]
+    servers.push({ label: 'baseline', server: await spawnServer(baselineCommand) })
+    const baselineSql = new SQL(urlOf('baseline'), { max: 1 })
+    await baselineSql`INSERT INTO users (name, email, created_at, updated_at)
+      SELECT 'User ' || i, 'user' || i || '@example.com', now()::text, now()::text
+      FROM generate_series(1, ${SEEDED}) AS i`
+    await baselineSql.close()
+
+    const rps = new Map<string, number[]>()
+    const cpu = new Map<string, number[]>()
+    const pgCpu = new Map<string, number[]>()
+    const push = (map: Map<string, number[]>, label: string, value: number) =>
+      map.set(label, [...(map.get(label) ?? []), value])
+    for (let rep = 0; rep < Number(args.reps); rep += 1) {
+      const order = rep % 2 === 0 ? servers : [...servers].reverse()
+      for (const { label, server } of order) {
+        const before = cpuSeconds(server.proc.pid)
+        const pgBefore = cpuSecondsOfCommand('postgres')
+        const result = await runWrk({
+          url: server.url,
+          path: '/users',
+          script: 'create-user.lua',
+          duration: Number(args.duration),
+          connections: 32,
+          seeded: SEEDED,
+        })
+        push(rps, label, result.rps)
+        push(cpu, label, ((cpuSeconds(server.proc.pid) - before) / result.requests) * 1e6)
+        push(pgCpu, label, ((cpuSecondsOfCommand('postgres') - pgBefore) / result.requests) * 1e6)
+      }
+      console.error(`rep ${rep + 1} done`)
+    }
+    const base = median(rps.get('baseline') ?? [])
+    const lines = [
+      `POST /users on PostgreSQL (fsync on), ${args.reps} repetition(s) × ${args.duration} s, 32 connections, ${SEEDED} seeded users per database`,
+      '',
+      '| server | req/s | × baseline | server CPU µs/request | PostgreSQL CPU µs/request |',
+      '|---|---|---|---|---|',
+      ...servers.map(({ label }) => {
+        const own = median(rps.get(label) ?? [])
+        return `| ${label} | ${own.toFixed(0)} | **${(own / base).toFixed(2)}×** | ${median(cpu.get(label) ?? []).toFixed(0)} | ${median(pgCpu.get(label) ?? []).toFixed(0)} |`
+      }),
+    ]
+    console.log(lines.join('\n'))
+  } finally {
+    for (const { server } of servers) await server.stop().catch(() => {})
+    postgres.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+await main()
