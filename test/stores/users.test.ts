@@ -1,9 +1,17 @@
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
 import type { User, UserRecord } from '../../src/users/records'
-import type { Cursor, UserSort } from '../../src/users/search'
+import type { Cursor, SearchRequest, UserSort } from '../../src/users/search'
 import type { UserStore } from '../../src/users/store'
 import { codeOf, twoInstances } from '../helpers/stores'
+
+/** A counted search in id order from the first row, with what a case changes. */
+const searchById = (users: UserStore, request: Partial<SearchRequest> = {}) =>
+  users.search({ sort: 'id', limit: 100, offset: 0, filters: {}, counted: true, ...request })
+
+/** The names of the users `q` finds. */
+const find = async (users: UserStore, q: string) =>
+  (await searchById(users, { filters: { q } })).data.map((user) => user.name)
 
 const ANY_VERSION = { versions: null }
 
@@ -419,66 +427,35 @@ describe('users store contract: the v2 search', () => {
       const name = i % 3 === 0 ? `Team_${i}` : `Solo ${i}`
       await env.a.users.create({ name, email: `p${i}@example.com`, passwordHash: null }, SYSTEM)
     }
-    const first = await env.b.users.search({
-      sort: 'id',
-      limit: 4,
-      offset: 0,
-      filters: { q: 'team_' },
-      counted: true,
-    })
+    const first = await searchById(env.b.users, { limit: 4, filters: { q: 'team_' } })
     expect(first.total).toBe(10)
     expect(first.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
     expect(first.next).toEqual({ direction: 'after', sort: 'id', id: 12 })
     expect(first.prev).toBeNull()
     // `_` is literal, not a wildcard: "Solo 1_" matches nothing.
-    expect(
-      (
-        await env.b.users.search({
-          sort: 'id',
-          limit: 4,
-          offset: 0,
-          filters: { q: 'o_1' },
-          counted: true,
-        })
-      ).total,
-    ).toBe(0)
-    const second = await env.b.users.search({
-      sort: 'id',
+    expect((await searchById(env.b.users, { limit: 4, filters: { q: 'o_1' } })).total).toBe(0)
+    const second = await searchById(env.b.users, {
       limit: 4,
-      offset: 0,
       cursor: { direction: 'after', sort: 'id', id: 12 },
       filters: { q: 'TEAM' },
-      counted: true,
     })
     expect(second.data.map((user) => user.id)).toEqual([15, 18, 21, 24])
     expect(second.prev).toEqual({ direction: 'before', sort: 'id', id: 15 })
     expect(second.offset).toBeNull()
-    const back = await env.b.users.search({
-      sort: 'id',
+    const back = await searchById(env.b.users, {
       limit: 4,
-      offset: 0,
       cursor: { direction: 'before', sort: 'id', id: 15 },
       filters: { q: 'team' },
-      counted: true,
     })
     expect(back.data.map((user) => user.id)).toEqual([3, 6, 9, 12])
     expect(back.prev).toBeNull()
-    const last = await env.b.users.search({
-      sort: 'id',
-      limit: 4,
-      offset: 8,
-      filters: { q: 'team' },
-      counted: true,
-    })
+    const last = await searchById(env.b.users, { limit: 4, offset: 8, filters: { q: 'team' } })
     expect(last.data.map((user) => user.id)).toEqual([27, 30])
     expect(last.next).toBeNull()
     expect(last.prev).toEqual({ offset: 4 })
-    const byEmail = await env.b.users.search({
-      sort: 'id',
+    const byEmail = await searchById(env.b.users, {
       limit: 5,
-      offset: 0,
       filters: { email: 'P7@EXAMPLE.com' },
-      counted: true,
     })
     expect(byEmail.data.map((user) => user.id)).toEqual([7])
   })
@@ -634,11 +611,6 @@ describe('users store contract: sorted by name, email or id, both ways', () => {
 })
 
 describe('users store contract: q without regard to case or accents, through the index', () => {
-  const find = async (users: UserStore, q: string) =>
-    (
-      await users.search({ sort: 'id', limit: 100, offset: 0, filters: { q }, counted: true })
-    ).data.map((user) => user.name)
-
   test('finds a name or an email by any piece of it, folded the same way on every database', async () => {
     await using env = await twoInstances()
     const people = [
@@ -699,17 +671,7 @@ describe('users store contract: q without regard to case or accents, through the
     expect(await find(env.b.users, 'augusta')).toEqual([])
     await env.a.catchUp()
     expect(await find(env.b.users, 'augusta')).toEqual([])
-    expect(
-      (
-        await env.b.users.search({
-          sort: 'id',
-          limit: 5,
-          offset: 0,
-          filters: { q: 'king' },
-          counted: true,
-        })
-      ).total,
-    ).toBe(0)
+    expect((await searchById(env.b.users, { limit: 5, filters: { q: 'king' } })).total).toBe(0)
   })
 })
 
@@ -717,8 +679,7 @@ describe('users store contract: the total is kept, not counted', () => {
   const total = async (users: UserStore) => ({
     count: await users.count(),
     page: (await users.list({ limit: 1, offset: 0 })).total,
-    search: (await users.search({ sort: 'id', limit: 1, offset: 0, filters: {}, counted: true }))
-      .total,
+    search: (await searchById(users, { limit: 1 })).total,
   })
 
   test('follows creates, deletes and imports (a rolled-back import counts nothing)', async () => {
@@ -760,19 +721,8 @@ describe('users store contract: the total is kept, not counted', () => {
       { name: 'Solo', email: 'solo@example.com', passwordHash: null },
       SYSTEM,
     )
-    const page = await env.b.users.search({
-      sort: 'id',
-      limit: 1,
-      offset: 0,
-      filters: {},
-      counted: false,
-    })
+    const page = await searchById(env.b.users, { limit: 1, counted: false })
     expect(page.total).toBeNull()
     expect(page.data.map((user) => user.name)).toEqual(['Solo'])
   })
-
-  const find = async (users: UserStore, q: string) =>
-    (
-      await users.search({ sort: 'id', limit: 100, offset: 0, filters: { q }, counted: true })
-    ).data.map((user) => user.name)
 })

@@ -422,12 +422,11 @@ class SearchStatements {
         )
       case 'after':
       case 'before': {
-        const at = { at: step.at.id, key: step.at.key ?? '' }
         if (nameOrder) {
           const { comparison, order } = keysetOrder(sort, step.kind)
           return this.all<User>(
             nameOrderPage({ columns: VIEW_COLUMNS, comparison, order, offset: false }),
-            { ...params, ...at, limit: step.limit },
+            { ...params, ...positionParams(step.at), limit: step.limit },
           )
         }
         const past = pastPosition(sort, step.kind, step.at)
@@ -440,7 +439,7 @@ class SearchStatements {
         if (nameOrder) {
           const { comparison } = keysetOrder(sort, step.side)
           const sql = `SELECT 1 AS found FROM (${nameOrderArms(comparison)}) LIMIT 1`
-          return this.all(sql, { ...params, at: step.at.id, key: step.at.key ?? '' }).length > 0
+          return this.all(sql, { ...params, ...positionParams(step.at) }).length > 0
         }
         const past = pastPosition(sort, step.side, step.at)
         const sql = `SELECT 1 AS found FROM users WHERE ${past.sql}${and} LIMIT 1`
@@ -485,10 +484,12 @@ function pastPosition(
   const { comparison } = keysetOrder(sort, side)
   const key = sortKeyOf(sort)
   if (key === null) return { sql: `id ${comparison} $at`, params: { at: at.id } }
-  return {
-    sql: `(${SORT_COLUMNS[key]}, id) ${comparison} ($key, $at)`,
-    params: { at: at.id, key: at.key ?? '' },
-  }
+  return { sql: `(${SORT_COLUMNS[key]}, id) ${comparison} ($key, $at)`, params: positionParams(at) }
+}
+
+/** A position in a sort by a key as the statements' `$at` and `$key`. */
+function positionParams(at: Position): Params {
+  return { at: at.id, key: at.key ?? '' }
 }
 
 /**
