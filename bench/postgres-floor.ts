@@ -8,6 +8,8 @@
 //   design that commits the event with the write must at least do;
 // - `user-and-event-notify`: the same with the live feed's pg_notify in the statement;
 // - `transaction`: BEGIN, the user, the event, COMMIT (four round trips, no lock or probe).
+// In every mode GET /users/{id} reads a user as roster answers it (its record with `groups`,
+// `email_verified_at` formatted, the version as its ETag) in roster's one statement.
 // Usage: bun bench/postgres-floor.ts <postgres-url> <port> <mode>
 import { SQL } from 'bun'
 import { searchKeyOf } from '../src/users/search-key'
@@ -70,14 +72,29 @@ const WRITES: Record<Mode, (i: Input) => Promise<unknown[]>> = {
 }
 const write = WRITES[mode]
 
-const json = (body: unknown, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  })
+
+const readRecord = (id: number) => sql<{ version: number }[]>`
+  SELECT id, name, email, coalesce(username, email) AS username, created_at, updated_at, role,
+    to_char(email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
+    version, active,
+    coalesce((SELECT json_agg(m.group_id ORDER BY m.group_id) FROM group_members m WHERE m.user_id = users.id), '[]'::json) AS groups
+  FROM users WHERE id = ${id}::int8`
 
 const server = Bun.serve({
   port: Number(portText),
   hostname: '127.0.0.1',
   routes: {
     '/health': () => json({ status: 'ok' }),
+    '/users/:id': async (req) => {
+      const [user] = await readRecord(Number(req.params.id))
+      if (user === undefined) return json({ error: 'not found' }, 404)
+      return json(user, 200, { etag: `"${user.version}"` })
+    },
     '/users': {
       POST: async (req) => {
         const { name, email } = (await req.json()) as { name: string; email: string }

@@ -1,9 +1,11 @@
-// How close POST /users on PostgreSQL can come to the raw baseline (bench/postgres-baseline.ts,
-// one INSERT into a table with one unique index) at all: roster against the floor servers of
+// How close POST /users and GET /users/{id} on PostgreSQL can come to the raw baseline
+// (bench/postgres-baseline.ts: one INSERT into a table with one unique index; a read of five
+// columns) at all: roster against the floor servers of
 // bench/postgres-floor.ts, each writing into roster's own schema in one design, and into a
 // "lean" copy of it without the indexes and the count that `q`, `sort` and `total` need
 // (users_search_key_trgm, users_name_order_idx, users_email_order_idx, the count trigger). Each
-// row of the table is a ceiling for any implementation that does at least that work.
+// row of the table is a ceiling for any implementation that does at least that work. The read's
+// floor reads a user as roster answers it (record, groups, ETag) in roster's statement.
 // Usage: bun bench/postgres-post-floor.ts [--duration 3] [--reps 5] [--no-build]
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -51,6 +53,60 @@ async function seedRosterSchema(url: string) {
     FROM generate_series(1, ${SEEDED}) AS i`
   await sql`VACUUM ANALYZE users`
   await sql.close()
+}
+
+interface Measured {
+  labels: string[]
+  rps: Map<string, number[]>
+  cpu: Map<string, number[]>
+  pgCpu: Map<string, number[]>
+}
+
+/** Each server in turn (the order reversed every other repetition), per repetition. */
+async function measure(
+  servers: { label: string; server: Spawned }[],
+  scenario: { path: string; script: string },
+): Promise<Measured> {
+  const measured: Measured = {
+    labels: servers.map(({ label }) => label),
+    rps: new Map(),
+    cpu: new Map(),
+    pgCpu: new Map(),
+  }
+  const push = (map: Map<string, number[]>, label: string, value: number) =>
+    map.set(label, [...(map.get(label) ?? []), value])
+  for (let rep = 0; rep < Number(args.reps); rep += 1) {
+    const order = rep % 2 === 0 ? servers : [...servers].reverse()
+    for (const { label, server } of order) {
+      const before = cpuSeconds(server.proc.pid)
+      const pgBefore = cpuSecondsOfCommand('postgres')
+      const result = await runWrk({
+        url: server.url,
+        ...scenario,
+        duration: Number(args.duration),
+        connections: 32,
+        seeded: SEEDED,
+      })
+      push(measured.rps, label, result.rps)
+      push(measured.cpu, label, ((cpuSeconds(server.proc.pid) - before) / result.requests) * 1e6)
+      const pgSeconds = cpuSecondsOfCommand('postgres') - pgBefore
+      push(measured.pgCpu, label, (pgSeconds / result.requests) * 1e6)
+    }
+    console.error(`${scenario.path} rep ${rep + 1} done`)
+  }
+  return measured
+}
+
+function table(title: string, { labels, rps, cpu, pgCpu }: Measured): string[] {
+  const base = median(rps.get('baseline') ?? [])
+  return [
+    `| ${title} | req/s | × baseline | server CPU µs/request | PostgreSQL CPU µs/request |`,
+    '|---|---|---|---|---|',
+    ...labels.map((label) => {
+      const own = median(rps.get(label) ?? [])
+      return `| ${label} | ${own.toFixed(0)} | **${(own / base).toFixed(2)}×** | ${median(cpu.get(label) ?? []).toFixed(0)} | ${median(pgCpu.get(label) ?? []).toFixed(0)} |`
+    }),
+  ]
 }
 
 async function main() {
@@ -117,40 +173,19 @@ async function main() {
       FROM generate_series(1, ${SEEDED}) AS i`
     await baselineSql.close()
 
-    const rps = new Map<string, number[]>()
-    const cpu = new Map<string, number[]>()
-    const pgCpu = new Map<string, number[]>()
-    const push = (map: Map<string, number[]>, label: string, value: number) =>
-      map.set(label, [...(map.get(label) ?? []), value])
-    for (let rep = 0; rep < Number(args.reps); rep += 1) {
-      const order = rep % 2 === 0 ? servers : [...servers].reverse()
-      for (const { label, server } of order) {
-        const before = cpuSeconds(server.proc.pid)
-        const pgBefore = cpuSecondsOfCommand('postgres')
-        const result = await runWrk({
-          url: server.url,
-          path: '/users',
-          script: 'create-user.lua',
-          duration: Number(args.duration),
-          connections: 32,
-          seeded: SEEDED,
-        })
-        push(rps, label, result.rps)
-        push(cpu, label, ((cpuSeconds(server.proc.pid) - before) / result.requests) * 1e6)
-        push(pgCpu, label, ((cpuSecondsOfCommand('postgres') - pgBefore) / result.requests) * 1e6)
-      }
-      console.error(`rep ${rep + 1} done`)
-    }
-    const base = median(rps.get('baseline') ?? [])
+    const post = await measure(servers, { path: '/users', script: 'create-user.lua' })
+    // Reads do not depend on the write design: one floor server reads for all of them.
+    const readers = servers.filter(({ label }) => label === 'roster' || label === 'baseline')
+    const floorReader = servers.find(({ label }) => label === FLOORS[0].label)
+    if (floorReader !== undefined)
+      readers.splice(1, 0, { ...floorReader, label: 'floor: the record' })
+    const get = await measure(readers, { path: '/users/1', script: 'random-user.lua' })
     const lines = [
-      `POST /users on PostgreSQL (fsync on), ${args.reps} repetition(s) × ${args.duration} s, 32 connections, ${SEEDED} seeded users per database`,
+      `PostgreSQL (fsync on), ${args.reps} repetition(s) × ${args.duration} s, 32 connections, ${SEEDED} seeded users per database`,
       '',
-      '| server | req/s | × baseline | server CPU µs/request | PostgreSQL CPU µs/request |',
-      '|---|---|---|---|---|',
-      ...servers.map(({ label }) => {
-        const own = median(rps.get(label) ?? [])
-        return `| ${label} | ${own.toFixed(0)} | **${(own / base).toFixed(2)}×** | ${median(cpu.get(label) ?? []).toFixed(0)} | ${median(pgCpu.get(label) ?? []).toFixed(0)} |`
-      }),
+      ...table('POST /users', post),
+      '',
+      ...table('GET /users/{random id}', get),
     ]
     console.log(lines.join('\n'))
   } finally {
