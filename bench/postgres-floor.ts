@@ -37,29 +37,25 @@ const insertUser = (q: SQL, i: Input) => q`
   VALUES (${i.name}, ${i.email}, ${i.key}, ${i.email}, ${i.key}, ${i.at}, ${i.at}, ${i.search})
   RETURNING id, name, email, created_at, updated_at`
 
+/** The user and its event in one statement; with `notify`, the live feed's wake-up as well. */
+function userAndEvent({ notify }: { notify: boolean }): (i: Input) => Promise<unknown[]> {
+  const text = `
+    WITH u AS (
+      INSERT INTO users (name, email, email_key, username, username_key, created_at, updated_at, search_key)
+      VALUES ($1, $2, $3, $2, $3, $4, $4, $5)
+      RETURNING id, name, email, created_at, updated_at),
+    event AS (
+      INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id, request_id, ip, changes)
+      SELECT $6, 'user', NULL, 'user.created', 'user', u.id::text, 'req_floor', '127.0.0.1', $7
+      FROM u RETURNING 1)${notify ? ",\n    woken AS (SELECT pg_notify('roster_audit', '') FROM event)" : ''}
+    SELECT u.*, (SELECT count(*) FROM ${notify ? 'woken' : 'event'}) AS events FROM u`
+  return (i) => sql.unsafe(text, [i.name, i.email, i.key, i.at, i.search, i.at, i.changes])
+}
+
 const WRITES: Record<Mode, (i: Input) => Promise<unknown[]>> = {
   user: (i) => insertUser(sql, i),
-  'user-and-event': (i) => sql`
-    WITH u AS (
-      INSERT INTO users (name, email, email_key, username, username_key, created_at, updated_at, search_key)
-      VALUES (${i.name}, ${i.email}, ${i.key}, ${i.email}, ${i.key}, ${i.at}, ${i.at}, ${i.search})
-      RETURNING id, name, email, created_at, updated_at),
-    event AS (
-      INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id, request_id, ip, changes)
-      SELECT ${i.at}, 'user', NULL, 'user.created', 'user', u.id::text, 'req_floor', '127.0.0.1', ${i.changes}
-      FROM u RETURNING 1)
-    SELECT u.*, (SELECT count(*) FROM event) AS events FROM u`,
-  'user-and-event-notify': (i) => sql`
-    WITH u AS (
-      INSERT INTO users (name, email, email_key, username, username_key, created_at, updated_at, search_key)
-      VALUES (${i.name}, ${i.email}, ${i.key}, ${i.email}, ${i.key}, ${i.at}, ${i.at}, ${i.search})
-      RETURNING id, name, email, created_at, updated_at),
-    event AS (
-      INSERT INTO audit_events (at, actor_type, actor_id, action, target_type, target_id, request_id, ip, changes)
-      SELECT ${i.at}, 'user', NULL, 'user.created', 'user', u.id::text, 'req_floor', '127.0.0.1', ${i.changes}
-      FROM u RETURNING 1),
-    woken AS (SELECT pg_notify('roster_audit', '') FROM event)
-    SELECT u.*, (SELECT count(*) FROM woken) AS events FROM u`,
+  'user-and-event': userAndEvent({ notify: false }),
+  'user-and-event-notify': userAndEvent({ notify: true }),
   transaction: (i) =>
     sql.begin(async (tx) => {
       const rows = await insertUser(tx, i)
