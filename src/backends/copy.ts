@@ -27,6 +27,8 @@ export const COPIED_TABLES = [
   'group_members',
   // What identity providers said of users through SCIM (externalId, names, other emails).
   'user_profiles',
+  // What they said of groups (externalId).
+  'group_profiles',
   // Mail not sent yet and links not used yet keep working after a move to PostgreSQL.
   'mail_outbox',
   'account_tokens',

@@ -41,9 +41,13 @@ const USER_COLUMNS: Record<UserColumn, string> = {
   manager_id: 'p.manager_id',
 }
 
+/** What a Groups list reads: the groups and what SCIM keeps of them (GROUP_COLUMNS' aliases). */
+export const GROUPS_FROM = 'groups g LEFT JOIN group_profiles gp ON gp.group_id = g.id'
+
 const GROUP_COLUMNS: Record<GroupColumn, string> = {
   group_id: 'g.id',
   group_name: 'g.name_key',
+  group_external_id: 'gp.external_id',
   group_created_at: 'g.created_at',
   group_updated_at: 'g.updated_at',
 }

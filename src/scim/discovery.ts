@@ -145,6 +145,7 @@ const ENTERPRISE_ATTRIBUTES = [
 
 const GROUP_ATTRIBUTES = [
   attribute('displayName', "roster's group name", { required: true, uniqueness: 'server' }),
+  attribute('externalId', "The identity provider's id for the group", { caseExact: true }),
   attribute('members', 'The users in the group', {
     type: 'complex',
     multiValued: true,

@@ -29,7 +29,12 @@ export type UserColumn =
   | 'manager_id'
 
 /** A column of a group a filter may name. */
-export type GroupColumn = 'group_id' | 'group_name' | 'group_created_at' | 'group_updated_at'
+export type GroupColumn =
+  | 'group_id'
+  | 'group_name'
+  | 'group_external_id'
+  | 'group_created_at'
+  | 'group_updated_at'
 
 /** A field of one email: the primary (the record's email) or one of the others. */
 export type EmailField = 'value' | 'type' | 'primary' | 'display'
@@ -92,17 +97,18 @@ const USER_ATTRIBUTES: Record<string, Attribute> = {
   'manager.value': user('manager_id', 'string', true),
 }
 
-const group = (column: GroupColumn, type: ValueType = 'string'): Attribute => ({
+const group = (column: GroupColumn, type: ValueType = 'string', caseExact = false): Attribute => ({
   scope: 'group',
   column,
   type,
-  caseExact: false,
+  caseExact,
 })
 
 /** The group attributes, by their name lower-cased. */
 const GROUP_ATTRIBUTES: Record<string, Attribute> = {
   id: group('group_id', 'id'),
   displayname: group('group_name'),
+  externalid: group('group_external_id', 'string', true),
   'meta.created': group('group_created_at', 'date'),
   'meta.lastmodified': group('group_updated_at', 'date'),
 }
@@ -142,7 +148,7 @@ const USER_ABSENT = new Set([
   'meta.location',
   'meta.version',
 ])
-const GROUP_ABSENT = new Set(['externalid', 'meta.resourcetype', 'meta.location', 'meta.version'])
+const GROUP_ABSENT = new Set(['meta.resourcetype', 'meta.location', 'meta.version'])
 
 /** The multi-valued attribute of each resource that a value path (`x[…]`) may name. */
 interface Resource {

@@ -8,14 +8,18 @@ import { FIELD_RULES, isValidName } from '../users/fields'
 import { etagOf } from '../users/records'
 import { attributeValue, GROUP_SCHEMA } from './names'
 import { applyPatch, patchOnVersionRead } from './patch'
-import type { ScimGroupQuery, ScimProfileRows } from './profile'
+import type { ScimGroupQuery, ScimGroupRow, ScimProfileRows, ScimProfileWrites } from './profile'
+import { textOrNull } from './users'
 
 /** At most this many members in one Group body (a PATCH adds members a few at a time). */
 const MAX_MEMBERS = 10_000
 
-/** A group as SCIM shows it (RFC 7643 section 4.2): roster's group, its members by id. */
+/**
+ * A group as SCIM shows it (RFC 7643 section 4.2): roster's group, its members by id, and the
+ * identity provider's externalId when it sent one.
+ */
 export function toScimGroup(
-  group: GroupRecord,
+  { group, externalId }: ScimGroupRow,
   names: ReadonlyMap<number, string>,
   base: string,
   withMembers = true,
@@ -23,6 +27,7 @@ export function toScimGroup(
   return {
     schemas: [GROUP_SCHEMA],
     id: String(group.id),
+    ...(externalId === null ? {} : { externalId }),
     displayName: group.name,
     ...(withMembers
       ? {
@@ -48,9 +53,13 @@ export function toScimGroup(
 export interface ScimGroupInput {
   name: string
   members: number[]
+  externalId: string | null
 }
 
-/** Reads a Group: `displayName`, and `members` by `value` (a user's id). 400 when wrong. */
+/**
+ * Reads a Group: `displayName`, `members` by `value` (a user's id) and `externalId`. 400 when
+ * wrong.
+ */
 export function readScimGroup(body: Record<string, unknown>): ScimGroupInput {
   const name = attributeValue(body, 'displayName')
   if (typeof name !== 'string' || !isValidName(name)) {
@@ -80,13 +89,14 @@ export function readScimGroup(body: Record<string, unknown>): ScimGroupInput {
     }
     members.add(id)
   })
-  return { name: name.trim(), members: [...members] }
+  const externalId = textOrNull(body, 'externalId', 'externalId')
+  return { name: name.trim(), members: [...members], externalId }
 }
 
 export interface ScimGroupsInputs {
   groups: { get(id: number): Promise<GroupRecord | null> }
   rows: ScimProfileRows
-  transaction: Transaction<{ groups: GroupWrites }>
+  transaction: Transaction<{ groups: GroupWrites; scimProfiles: ScimProfileWrites }>
 }
 
 /**
@@ -97,11 +107,14 @@ export interface ScimGroupsInputs {
 export class ScimGroups {
   constructor(private readonly inputs: ScimGroupsInputs) {}
 
-  get(id: number): Promise<GroupRecord | null> {
-    return this.inputs.groups.get(id)
+  async get(id: number): Promise<ScimGroupRow | null> {
+    const group = await this.inputs.groups.get(id)
+    if (group === null) return null
+    const externalIds = await this.inputs.rows.groupExternalIds([id])
+    return { group, externalId: externalIds.get(id) ?? null }
   }
 
-  list(query: ScimGroupQuery): Promise<{ total: number; rows: GroupRecord[] }> {
+  list(query: ScimGroupQuery): Promise<{ total: number; rows: ScimGroupRow[] }> {
     return this.inputs.rows.listGroups(query)
   }
 
@@ -111,9 +124,12 @@ export class ScimGroups {
     return ids.length === 0 ? Promise.resolve(new Map()) : this.inputs.rows.namesOf(ids)
   }
 
-  async create(input: ScimGroupInput, by: AuditSource): Promise<GroupRecord> {
+  async create(input: ScimGroupInput, by: AuditSource): Promise<ScimGroupRow> {
     const id = await this.inputs.transaction(async (tx) => {
       const created = await tx.groups.create({ name: input.name, description: null }, by)
+      if (input.externalId !== null) {
+        await tx.scimProfiles.putGroupExternalId(created.id, input.externalId)
+      }
       for (const member of input.members) await addMember(tx.groups, created.id, member, by)
       return created.id
     })
@@ -125,10 +141,12 @@ export class ScimGroups {
     input: ScimGroupInput,
     versions: readonly number[] | null,
     by: AuditSource,
-  ): Promise<GroupRecord> {
+  ): Promise<ScimGroupRow> {
     await this.inputs.transaction(async (tx) => {
       // The update's answer holds the members as this unit sees them (the row is locked).
       const renamed = await tx.groups.update(id, { name: input.name }, { versions }, by)
+      // A replacement without externalId forgets it (RFC 7644 section 3.5.1).
+      await tx.scimProfiles.putGroupExternalId(id, input.externalId)
       const wanted = new Set(input.members)
       for (const member of renamed.members) {
         if (!wanted.has(member)) await tx.groups.removeMember(id, member, by)
@@ -148,10 +166,10 @@ export class ScimGroups {
     versions: readonly number[] | null,
     base: string,
     by: AuditSource,
-  ): Promise<GroupRecord | null> {
+  ): Promise<ScimGroupRow | null> {
     return await patchOnVersionRead(
       () => this.get(id),
-      (current) => current.version,
+      (current) => current.group.version,
       (current, accepted) => {
         const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
         return this.replace(id, input, accepted, by)
@@ -165,7 +183,7 @@ export class ScimGroups {
   }
 
   /** The group as committed: what the answer shows (404 if another write deleted it since). */
-  private async committed(id: number): Promise<GroupRecord> {
+  private async committed(id: number): Promise<ScimGroupRow> {
     const group = await this.get(id)
     if (group === null) throw new AppError('NOT_FOUND', 'No group with this id')
     return group

@@ -45,6 +45,12 @@ export interface ScimUserRow {
   profile: ScimProfile
 }
 
+/** A group as SCIM shows it: roster's group and the identity provider's id for it. */
+export interface ScimGroupRow {
+  group: GroupRecord
+  externalId: string | null
+}
+
 /** The attributes a list may be sorted by (their columns, in the backends). */
 export type SortKey = UserColumn | 'email'
 
@@ -60,7 +66,12 @@ export interface ScimUserQuery {
 }
 
 /** The attributes a Groups list may be sorted by. */
-export type GroupSortKey = 'group_id' | 'group_name' | 'group_created_at' | 'group_updated_at'
+export type GroupSortKey =
+  | 'group_id'
+  | 'group_name'
+  | 'group_external_id'
+  | 'group_created_at'
+  | 'group_updated_at'
 
 /** One page of a SCIM Groups list. */
 export interface ScimGroupQuery {
@@ -76,7 +87,9 @@ export interface ScimGroupQuery {
 /** What a database keeps of SCIM profiles, and SCIM's filtered lists, row operations only. */
 export interface ScimProfileRows {
   /** The groups a filter matches, in order, with the total the filter matches. */
-  listGroups(query: ScimGroupQuery): Promise<{ total: number; rows: GroupRecord[] }>
+  listGroups(query: ScimGroupQuery): Promise<{ total: number; rows: ScimGroupRow[] }>
+  /** The externalIds of these groups; a group without one is left out. */
+  groupExternalIds(groupIds: readonly number[]): Promise<Map<number, string>>
   /** The names of these users (a group's members' `display`); a missing user is left out. */
   namesOf(userIds: readonly number[]): Promise<Map<number, string>>
   /** The profiles of these users; a user without one is left out. */
@@ -89,4 +102,6 @@ export interface ScimProfileRows {
 export interface ScimProfileWrites {
   /** Stores the user's profile, replacing what was there. */
   put(userId: number, profile: ScimProfile): Promise<void>
+  /** Stores the group's externalId, or forgets it (null). */
+  putGroupExternalId(groupId: number, externalId: string | null): Promise<void>
 }

@@ -186,7 +186,8 @@ function objectOrNull(value: unknown, path: string): Record<string, unknown> | n
   return value as Record<string, unknown>
 }
 
-function textOrNull(object: Record<string, unknown> | null, name: string, path: string) {
+/** A text attribute of a body, checked as every kept text is; null when absent or null. */
+export function textOrNull(object: Record<string, unknown> | null, name: string, path: string) {
   if (object === null) return null
   const value = attributeValue(object, name)
   if (value === undefined || value === null) return null

@@ -1,5 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import * as OTPAuth from 'otpauth'
+import { GROUP_SCHEMA } from '../../src/scim/names'
 import { tempDir } from '../helpers/app'
 import { SoftAuthenticator } from '../helpers/authenticator'
 import { BINARY, cleanEnv, requireBinary, runBinary, startBinary } from '../helpers/binary'
@@ -41,6 +42,10 @@ describe('roster copy (the compiled binary)', () => {
     const key = (
       await runBinary(['keys', 'create', '--name', 'ops', ...data], { env })
     ).stdout.trim()
+    const idp = (
+      await runBinary(['keys', 'create', '--name', 'idp', '--scope', 'scim', ...data], { env })
+    ).stdout.trim()
+    const scim = { authorization: `Bearer ${idp}`, 'content-type': 'application/scim+json' }
     const sqlite = await startBinary([...data, '--webhook-allow-private'], { env })
     let cookie: string
     const authenticator = await SoftAuthenticator.create()
@@ -117,6 +122,17 @@ describe('roster copy (the compiled binary)', () => {
         headers: await stripeHeaders(event),
       })
       expect(hook.status).toBe(200)
+      // A group an identity provider pushed, with its externalId.
+      const pushed = await fetch(`${sqlite.url}/scim/v2/Groups`, {
+        method: 'POST',
+        headers: scim,
+        body: JSON.stringify({
+          schemas: [GROUP_SCHEMA],
+          displayName: 'Everyone',
+          externalId: '00gMoved',
+        }),
+      })
+      expect(pushed.status).toBe(201)
       await Bun.sleep(300)
     } finally {
       expect(await sqlite.stop()).toBe(0)
@@ -130,10 +146,11 @@ describe('roster copy (the compiled binary)', () => {
     expect(copied.stdout).toContain('users 31')
     expect(copied.stdout).toContain('1 file(s)')
     // The progress: plain lines off a terminal, the last one at 100 %.
-    // 38 rows of users, keys, sessions, uploads and inbound events, 37 audit events, an
+    // 39 rows of users, keys, sessions, uploads and inbound events, 39 audit events, an
     // endpoint, its 31 queued deliveries and the dispatcher's place; a passkey, a TOTP secret,
-    // ten recovery codes and the registration's spent challenge.
-    expect(copied.stderr).toContain('copying rows: 121 rows (100%)')
+    // ten recovery codes and the registration's spent challenge; the SCIM group and its
+    // externalId.
+    expect(copied.stderr).toContain('copying rows: 126 rows (100%)')
     expect(copied.stderr).toContain('copying files: 1 files (100%)')
     expect(await objectsUnder(storage.prefix)).toEqual([fileId])
 
@@ -171,6 +188,14 @@ describe('roster copy (the compiled binary)', () => {
       const assertion = await authenticator.assert((await passkeyOptions.json()) as never)
       const passkeySignIn = await fetch(`${moved.url}/auth/passkeys/login/verify`, json(assertion))
       expect(passkeySignIn.status).toBe(200)
+      const byExternalId = await fetch(
+        `${moved.url}/scim/v2/Groups?filter=${encodeURIComponent('externalId eq "00gMoved"')}`,
+        { headers: scim },
+      )
+      expect(await byExternalId.json()).toMatchObject({
+        totalResults: 1,
+        Resources: [{ displayName: 'Everyone', externalId: '00gMoved' }],
+      })
       const download = await fetch(`${moved.url}/files/${fileId}`)
       expect(download.headers.get('etag')).toBe(`"${sha256}"`)
       expect(new Uint8Array(await download.arrayBuffer())).toEqual(bytes)

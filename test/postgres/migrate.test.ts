@@ -25,6 +25,7 @@ describe('PostgreSQL migrations', () => {
         'auth_challenges',
         'files',
         'group_members',
+        'group_profiles',
         'groups',
         'idempotency_keys',
         'login_failures',

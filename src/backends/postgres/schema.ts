@@ -278,6 +278,22 @@ export const userProfiles = pgTable(
   (table) => [index('user_profiles_external_id_idx').on(table.externalId)],
 )
 
+/**
+ * What SCIM says of a group beyond roster's own: its `externalId` (RFC 7643 section 3.1), one
+ * row per group an identity provider named so, none for groups made through /groups. Deleting
+ * the group deletes it.
+ */
+export const groupProfiles = pgTable(
+  'group_profiles',
+  {
+    groupId: integer('group_id')
+      .primaryKey()
+      .references(() => groups.id, { onDelete: 'cascade' }),
+    externalId: text('external_id').notNull(),
+  },
+  (table) => [index('group_profiles_external_id_idx').on(table.externalId)],
+)
+
 export const groupMembers = pgTable(
   'group_members',
   {

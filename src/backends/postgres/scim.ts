@@ -11,6 +11,7 @@ import type {
 import type { UserRecord } from '../../users/records'
 import {
   conditionSql,
+  GROUPS_FROM,
   orderBySql,
   PROFILE_COLUMNS,
   type ProfileRow,
@@ -60,6 +61,14 @@ const writesOf = (q: SQL): ScimProfileWrites => ({
   async put(userId, profile) {
     await q.unsafe(UPSERT, [userId, ...profileValues(profile)])
   },
+  async putGroupExternalId(groupId, externalId) {
+    if (externalId === null) {
+      await q`DELETE FROM group_profiles WHERE group_id = ${groupId}`
+      return
+    }
+    await q`INSERT INTO group_profiles (group_id, external_id) VALUES (${groupId}, ${externalId})
+      ON CONFLICT (group_id) DO UPDATE SET external_id = excluded.external_id`
+  },
 })
 
 /** SCIM profiles on PostgreSQL: a list is one statement (its page and total one snapshot). */
@@ -76,11 +85,14 @@ export function createPgScimRows(pool: SQL): ScimProfileRows & {
       const members = query.withMembers
         ? `coalesce((SELECT json_agg(m.user_id ORDER BY m.user_id) FROM group_members m WHERE m.group_id = g.id), '[]'::json)`
         : `'[]'::json`
-      const rows = await pool.unsafe<(Stored<GroupRecord> & { total: string })[]>(
-        `WITH counted AS (SELECT count(*) AS total FROM groups g WHERE ${where})
+      const rows = await pool.unsafe<
+        (Stored<GroupRecord> & { total: string; external_id: string | null })[]
+      >(
+        `WITH counted AS (SELECT count(*) AS total FROM ${GROUPS_FROM} WHERE ${where})
          SELECT page.*, counted.total FROM counted LEFT JOIN LATERAL (
-           SELECT g.id, g.name, g.description, g.version, g.created_at, g.updated_at, ${members} AS members
-           FROM groups g WHERE ${where}
+           SELECT g.id, g.name, g.description, g.version, g.created_at, g.updated_at, ${members} AS members,
+             gp.external_id
+           FROM ${GROUPS_FROM} WHERE ${where}
            ORDER BY ${orderBySql(query.sortBy, query.descending)} LIMIT ${limit}::int8 OFFSET ${offset}::int8
          ) page ON true`,
         [...params, query.count, query.offset],
@@ -88,8 +100,18 @@ export function createPgScimRows(pool: SQL): ScimProfileRows & {
       const total = Number(rows[0]?.total ?? 0)
       const found = rows
         .filter((row) => row.id !== null)
-        .map(({ total: _, ...row }) => withIsoTimestamps<GroupRecord>(row))
+        .map(({ total: _, external_id: externalId, ...row }) => ({
+          group: withIsoTimestamps<GroupRecord>(row),
+          externalId,
+        }))
       return { total, rows: found }
+    },
+    async groupExternalIds(ids) {
+      const rows = await pool.unsafe<{ group_id: number; external_id: string }[]>(
+        'SELECT group_id, external_id FROM group_profiles WHERE group_id = ANY($1::int4[])',
+        [`{${ids.map(Number).join(',')}}`],
+      )
+      return new Map(rows.map((row) => [row.group_id, row.external_id]))
     },
     async namesOf(ids) {
       const rows = await pool.unsafe<{ id: number; name: string }[]>(

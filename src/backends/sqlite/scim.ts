@@ -11,6 +11,7 @@ import type {
 import type { UserRecord } from '../../users/records'
 import {
   conditionSql,
+  GROUPS_FROM,
   orderBySql,
   PROFILE_COLUMNS,
   type ProfileRow,
@@ -99,24 +100,46 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
     const total =
       reader
         .prepare<{ n: number }, SQLQueryBindings[]>(
-          `SELECT count(*) AS n FROM groups g WHERE ${where}`,
+          `SELECT count(*) AS n FROM ${GROUPS_FROM} WHERE ${where}`,
         )
         .get(...params)?.n ?? 0
     if (query.count === 0) return { total, rows: [] }
     const rows = reader
-      .prepare<Omit<GroupRecord, 'members'>, SQLQueryBindings[]>(
-        `SELECT g.id, g.name, g.description, g.version, g.created_at, g.updated_at FROM groups g
+      .prepare<Omit<GroupRecord, 'members'> & { external_id: string | null }, SQLQueryBindings[]>(
+        `SELECT g.id, g.name, g.description, g.version, g.created_at, g.updated_at, gp.external_id
+         FROM ${GROUPS_FROM}
          WHERE ${where} ORDER BY ${orderBySql(query.sortBy, query.descending)} LIMIT ? OFFSET ?`,
       )
       .all(...params, query.count, query.offset)
     const members = query.withMembers ? groupMembers(rows.map((row) => row.id)) : new Map()
-    return { total, rows: rows.map((row) => ({ ...row, members: members.get(row.id) ?? [] })) }
+    return {
+      total,
+      rows: rows.map(({ external_id: externalId, ...group }) => ({
+        group: { ...group, members: members.get(group.id) ?? [] },
+        externalId,
+      })),
+    }
   })
+  const externalIds = reader.query<{ group_id: number; external_id: string }, [string]>(
+    'SELECT group_id, external_id FROM group_profiles WHERE group_id IN (SELECT value FROM json_each(?))',
+  )
+  const putGroupProfile = writer.query(
+    `INSERT INTO group_profiles (group_id, external_id) VALUES (?, ?)
+     ON CONFLICT (group_id) DO UPDATE SET external_id = excluded.external_id`,
+  )
+  const forgetGroupProfile = writer.query('DELETE FROM group_profiles WHERE group_id = ?')
   const names = reader.query<{ id: number; name: string }, [string]>(
     'SELECT id, name FROM users WHERE id IN (SELECT value FROM json_each(?))',
   )
   return {
     listGroups: (query) => settle(() => groupList(query)),
+    groupExternalIds: (ids) =>
+      settle(
+        () =>
+          new Map(
+            externalIds.all(JSON.stringify(ids)).map((row) => [row.group_id, row.external_id]),
+          ),
+      ),
     namesOf: (ids) =>
       settle(() => new Map(names.all(JSON.stringify(ids)).map((row) => [row.id, row.name]))),
     profilesOf: (ids) =>
@@ -129,6 +152,11 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
     listUsers: (query) => settle(() => list(query)),
     inUnit: {
       put: (userId, profile) => settle(() => void upsert.run(userId, ...profileValues(profile))),
+      putGroupExternalId: (groupId, externalId) =>
+        settle(() => {
+          if (externalId === null) forgetGroupProfile.run(groupId)
+          else putGroupProfile.run(groupId, externalId)
+        }),
     },
   }
 }

@@ -2,7 +2,6 @@ import { type DocumentDecoration, Elysia, t } from 'elysia'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import { AppError, ScimError, scimBadRequest } from '../../errors/errors'
-import type { GroupRecord } from '../../groups/records'
 import { SCIM_JSON } from '../../http/error-handler'
 import { jsonBody } from '../../http/json-body'
 import { jsonResponse } from '../../http/json-response'
@@ -18,7 +17,13 @@ import {
   LIST_SCHEMA,
   USER_SCHEMA,
 } from '../../scim/names'
-import type { GroupSortKey, ScimUserQuery, ScimUserRow, SortKey } from '../../scim/profile'
+import type {
+  GroupSortKey,
+  ScimGroupRow,
+  ScimUserQuery,
+  ScimUserRow,
+  SortKey,
+} from '../../scim/profile'
 import { type Projection, project, readProjection } from '../../scim/projection'
 import type { ScimUsers } from '../../scim/service'
 import { readScimUser, toScimUser } from '../../scim/users'
@@ -304,6 +309,7 @@ async function groups(
 const GROUP_SORT_KEYS: Record<string, GroupSortKey> = {
   id: 'group_id',
   displayname: 'group_name',
+  externalid: 'group_external_id',
   'meta.created': 'group_created_at',
   'meta.lastmodified': 'group_updated_at',
 }
@@ -337,7 +343,9 @@ async function listGroups(
     count: page.count,
     withMembers,
   })
-  const names = withMembers ? await scimGroups.namesOf(rows) : new Map<number, string>()
+  const names = withMembers
+    ? await scimGroups.namesOf(rows.map((row) => row.group))
+    : new Map<number, string>()
   const resources = rows.map((row) =>
     project(toScimGroup(row, names, call.base, withMembers), projection, []),
   )
@@ -355,14 +363,15 @@ function wantsMembers(projection: Projection): boolean {
 
 async function groupAnswer(
   scimGroups: ScimGroups,
-  group: GroupRecord,
+  row: ScimGroupRow,
   call: Call,
   status: number,
   projection: Projection = { attributes: null, excluded: [] },
 ): Promise<Response> {
+  const { group } = row
   const withMembers = wantsMembers(projection)
   const names = withMembers ? await scimGroups.namesOf([group]) : new Map<number, string>()
-  const resource = project(toScimGroup(group, names, call.base, withMembers), projection, [])
+  const resource = project(toScimGroup(row, names, call.base, withMembers), projection, [])
   const headers: Record<string, string> = { etag: etagOf(group) }
   if (status === 201) headers.location = `${call.base}/Groups/${group.id}`
   return scimJson(resource, status, headers)

@@ -134,6 +134,67 @@ describe('SCIM Groups', () => {
     )
   })
 
+  test('externalId is kept, shown, found and sorted by, replaced by PATCH, forgotten by a PUT without it', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    // Entra sends the group's object id as externalId; Okta its group id.
+    const created = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Everyone', externalId: '00gAbC1' },
+      headers,
+    })
+    expect(created.status).toBe(201)
+    expect(created.body.externalId).toBe('00gAbC1')
+    const id = created.body.id
+    await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'No provider id' },
+      headers,
+    })
+    expect((await t.get(`/scim/v2/Groups/${id}`, { headers })).body.externalId).toBe('00gAbC1')
+    const found = async (filter: string) =>
+      (
+        await t.get(`/scim/v2/Groups?filter=${encodeURIComponent(filter)}`, { headers })
+      ).body.Resources.map((group: { id: string }) => group.id)
+    expect(await found('externalId eq "00gAbC1"')).toEqual([id])
+    // Case-exact, as the Schemas document says.
+    expect(await found('externalId eq "00GABC1"')).toEqual([])
+    expect(await found('externalId pr')).toEqual([id])
+    const sorted = await t.get('/scim/v2/Groups?sortBy=externalId', { headers })
+    expect(sorted.status).toBe(200)
+    expect(
+      sorted.body.Resources.map((group: { displayName: string }) => group.displayName),
+    ).toEqual(['Everyone', 'No provider id'])
+
+    const patched = await t.call('PATCH', `/scim/v2/Groups/${id}`, {
+      json: {
+        schemas: [PATCH],
+        Operations: [{ op: 'replace', path: 'externalId', value: '00gXyZ2' }],
+      },
+      headers,
+    })
+    expect(patched.status).toBe(200)
+    expect(patched.body.externalId).toBe('00gXyZ2')
+    expect(patched.headers.get('etag')).not.toBe(created.headers.get('etag'))
+
+    const replaced = await t.call('PUT', `/scim/v2/Groups/${id}`, {
+      json: { schemas: [GROUP], displayName: 'Everyone' },
+      headers,
+    })
+    expect(replaced.status).toBe(200)
+    expect('externalId' in replaced.body).toBe(false)
+    expect('externalId' in (await t.get(`/scim/v2/Groups/${id}`, { headers })).body).toBe(false)
+    expect(await found('externalId pr')).toEqual([])
+
+    // Not text: refused, nothing stored.
+    const wrong = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Numbers', externalId: 42 },
+      headers,
+    })
+    expectScimError(wrong, 400, 'invalidValue')
+    expect(await found('displayName eq "Numbers"')).toEqual([])
+    // The group's own API is unchanged: externalId is SCIM's.
+    expect(Object.keys((await t.get(`/groups/${id}`)).body)).not.toContain('externalId')
+  })
+
   test('a taken name is 409 uniqueness; PUT replaces; a stale If-Match is 412; DELETE 204 then 404', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
