@@ -191,6 +191,10 @@ describe('SCIM Groups', () => {
     })
     expectScimError(wrong, 400, 'invalidValue')
     expect(await found('displayName eq "Numbers"')).toEqual([])
+    const schema = await t.get(`/scim/v2/Schemas/${GROUP}`, { headers })
+    expect(
+      schema.body.attributes.find((a: { name: string }) => a.name === 'externalId'),
+    ).toMatchObject({ type: 'string', caseExact: true, mutability: 'readWrite' })
     // The group's own API is unchanged: externalId is SCIM's.
     expect(Object.keys((await t.get(`/groups/${id}`)).body)).not.toContain('externalId')
   })
