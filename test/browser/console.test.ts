@@ -544,8 +544,22 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     expect(receiver.answered[0]?.headers['webhook-id']).toBe(eventId)
     await activate(page, 'Refresh')
     await waitForText(dialog().locator('tbody'), 'delivered')
+    // The open log and its filter are in the URL: a reload shows them again; Done takes them out.
+    await dialog().getByLabel('Status').selectOption('failed')
+    await page.waitForURL((url) => {
+      const view = new URLSearchParams(url.hash.split('?')[1])
+      return view.get('deliveries') === '1' && view.get('deliveryStatus') === 'failed'
+    })
+    await waitForText(dialog(), 'No deliveries yet.')
+    await page.reload()
+    await waitForText(dialog().locator('h2'), `Deliveries to ${receiver.url}`)
+    expect(await dialog().getByLabel('Status').inputValue()).toBe('failed')
+    await waitForText(dialog(), 'No deliveries yet.')
+    await dialog().getByLabel('Status').selectOption('')
+    await waitForText(dialog().locator('tbody'), 'delivered')
     await activate(page, 'Done')
     await dialog().waitFor({ state: 'detached' })
+    expect(new URL(page.url()).hash).toBe('#/webhooks-sent')
 
     // A rotation shows the new secret once; deleting asks first.
     await activate(page, 'Rotate secret of endpoint 1')

@@ -219,7 +219,8 @@ export function Pager(props: {
 /**
  * A page's view state kept in the URL's fragment (`#/users?q=ada&page=2`): a reload or a
  * shared link shows the same view, and Back returns to the view before. `defaults` names the
- * keys and their values when absent (which stay out of the URL).
+ * keys and their values when absent (which stay out of the URL); other keys in the URL are
+ * left as they are.
  */
 export function useHashQuery<T extends Record<string, string>>(defaults: T) {
   const read = (): T => {
@@ -247,6 +248,10 @@ export function useHashQuery<T extends Record<string, string>>(defaults: T) {
     const query = new URLSearchParams()
     for (const [name, value] of Object.entries(next)) {
       if (value !== defaults[name]) query.set(name, value)
+    }
+    // Keys this hook does not name stay, after its own: a dialog's view beside its page's.
+    for (const [name, value] of new URLSearchParams(location.hash.split('?')[1] ?? '')) {
+      if (!(name in defaults)) query.append(name, value)
     }
     const path = location.hash.split('?')[0] || '#/'
     const hash = query.toString() === '' ? path : `${path}?${query}`
@@ -311,20 +316,6 @@ export function ListState(props: { loading: boolean; empty: boolean; nothing: st
   return props.empty ? <p class="empty">{props.nothing}</p> : null
 }
 
-/**
- * Pages of a list read by cursor, newest first: the cursors followed so far (the last one is
- * the page shown; none: the first page), and the way back.
- */
-export function useCursors(): CursorPages {
-  const [cursors, setCursors] = useState<string[]>([])
-  return {
-    cursor: cursors.at(-1) ?? null,
-    first: () => setCursors([]),
-    older: (next: string) => setCursors((stack) => [...stack, next]),
-    newer: () => setCursors((stack) => stack.slice(0, -1)),
-  }
-}
-
 /** Cursors in a URL's trail: no cursor roster issues holds it. */
 const TRAIL_SEPARATOR = '~'
 
@@ -332,12 +323,15 @@ const TRAIL_SEPARATOR = '~'
  * A cursor list's view kept in the URL: its filters (`extra`) and the cursors followed from
  * the newest page (`#/activity?action=user.*&trail=evt_9~evt_5`), so a reload or a shared link
  * shows the same page, and Newer steps back along the trail as Back does. A filter change
- * starts again at the newest.
+ * starts again at the newest. `trailKey` names the trail for a list in a dialog, beside its
+ * page's view.
  */
-export function useCursorView<T extends Record<string, string>>(extra: T) {
-  const [view, setView] = useHashQuery({ ...extra, trail: '' })
-  const trail = view.trail === '' ? [] : view.trail.split(TRAIL_SEPARATOR)
-  const follow = (cursors: string[]) => setView({ trail: cursors.join(TRAIL_SEPARATOR) } as never)
+export function useCursorView<T extends Record<string, string>>(extra: T, trailKey = 'trail') {
+  const [view, setView] = useHashQuery({ ...extra, [trailKey]: '' })
+  const joined = view[trailKey] ?? ''
+  const trail = joined === '' ? [] : joined.split(TRAIL_SEPARATOR)
+  const follow = (cursors: string[]) =>
+    setView({ [trailKey]: cursors.join(TRAIL_SEPARATOR) } as never)
   const pages: CursorPages = {
     cursor: trail.at(-1) ?? null,
     first: () => follow([]),
@@ -347,11 +341,11 @@ export function useCursorView<T extends Record<string, string>>(extra: T) {
   return {
     view,
     pages,
-    filter: (changes: Partial<T>) => setView({ ...changes, trail: '' } as never),
+    filter: (changes: Partial<T>) => setView({ ...changes, [trailKey]: '' } as never),
   }
 }
 
-/** Where a cursor list is and how to move: what useCursors and useCursorView give. */
+/** Where a cursor list is and how to move: what useCursorView gives. */
 export interface CursorPages {
   cursor: string | null
   first: () => void

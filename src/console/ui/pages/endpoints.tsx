@@ -16,7 +16,8 @@ import {
   StatusFilter,
   SubmitOrCancel,
   useChronologicalView,
-  useCursors,
+  useCursorView,
+  useHashQuery,
   useLoad,
 } from '../components'
 
@@ -72,7 +73,9 @@ export function EndpointsPage() {
   const [secret, setSecret] = useState<{ title: string; url: string; secret: string } | null>(null)
   const [rotating, setRotating] = useState<Endpoint | null>(null)
   const [deleting, setDeleting] = useState<Endpoint | null>(null)
-  const [logOf, setLogOf] = useState<Endpoint | null>(null)
+  // The open delivery log is in the URL beside the list's view: a reload or a link shows it.
+  const [log, setLog] = useHashQuery(CLOSED_LOG)
+  const logOf = data?.data.find((endpoint) => String(endpoint.id) === log.deliveries) ?? null
   const [notice, setNotice] = useState<string | null>(null)
   const [actionError, setActionError] = useState<unknown>(null)
 
@@ -153,7 +156,7 @@ export function EndpointsPage() {
                   <RowAction
                     text="Deliveries"
                     label={`Deliveries of endpoint ${endpoint.id}`}
-                    onClick={() => setLogOf(endpoint)}
+                    onClick={() => setLog({ ...CLOSED_LOG, deliveries: String(endpoint.id) })}
                   />
                   {endpoint.status === 'enabled' ? (
                     <RowAction
@@ -233,7 +236,7 @@ export function EndpointsPage() {
           </p>
         </Confirm>
       )}
-      {logOf !== null && <DeliveryLog endpoint={logOf} onClose={() => setLogOf(null)} />}
+      {logOf !== null && <DeliveryLog endpoint={logOf} onClose={() => setLog(CLOSED_LOG)} />}
     </>
   )
 }
@@ -319,11 +322,18 @@ function SecretShown(props: { title: string; url: string; secret: string; onClos
   )
 }
 
-/** An endpoint's deliveries, newest first, with the last answer and a retry. */
+/**
+ * The URL keys of an endpoint's open delivery log (`#/webhooks-sent?deliveries=3&
+ * deliveryStatus=failed&deliveryTrail=…`), all empty while none is open.
+ */
+const CLOSED_LOG = { deliveries: '', deliveryStatus: '', deliveryTrail: '' }
+
+/** An endpoint's deliveries, newest first, with the last answer and a retry; its view in the URL. */
 function DeliveryLog(props: { endpoint: Endpoint; onClose: () => void }) {
-  const [status, setStatus] = useState('')
-  const pages = useCursors()
+  const list = useCursorView({ deliveryStatus: '' }, 'deliveryTrail')
+  const { pages } = list
   const { cursor } = pages
+  const status = list.view.deliveryStatus
   const { data, error, reload } = useLoad(async () => {
     const query = new URLSearchParams({ limit: '10' })
     if (status !== '') query.set('status', status)
@@ -352,10 +362,7 @@ function DeliveryLog(props: { endpoint: Endpoint; onClose: () => void }) {
         id="delivery-status-filter"
         statuses={DELIVERY_STATUSES}
         value={status}
-        onChange={(next) => {
-          setStatus(next)
-          pages.first()
-        }}
+        onChange={(next) => list.filter({ deliveryStatus: next })}
         onRefresh={reload}
       />
       <Notice text={notice} />
