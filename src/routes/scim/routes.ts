@@ -438,15 +438,24 @@ async function listUsers(
   return scimJson(listResponse(resources, total, startIndex))
 }
 
-/** `startIndex` (1-based; below 1 is 1) and `count` (0 to MAX_RESULTS; default 100). */
+/**
+ * `startIndex` (1-based) and `count` (default 100), each taken to its nearest bound as RFC 7644
+ * section 3.4.2.4 says: a startIndex below 1 is 1, a count below 0 is 0 and one above
+ * MAX_RESULTS is MAX_RESULTS. A startIndex past any table (however many digits) reads past the
+ * end: an empty page.
+ */
 function pageOf(parameters: ListParameters): { startIndex: number; count: number } {
-  const startIndex = Math.max(1, integerOf(parameters.get('startIndex'), 'startIndex') ?? 1)
+  const asked = integerOf(parameters.get('startIndex'), 'startIndex') ?? 1
+  const startIndex = Math.min(MAX_START_INDEX, Math.max(1, asked))
   const count = Math.min(
     MAX_RESULTS,
     Math.max(0, integerOf(parameters.get('count'), 'count') ?? DEFAULT_COUNT),
   )
   return { startIndex, count }
 }
+
+/** Past any table either database keeps, and an offset both take. */
+const MAX_START_INDEX = 2 ** 31 - 1
 
 function listResponse(resources: unknown[], total: number, startIndex: number) {
   return {
@@ -458,9 +467,10 @@ function listResponse(resources: unknown[], total: number, startIndex: number) {
   }
 }
 
+/** An integer of any size (a huge one is clamped by the caller); anything else is 400. */
 function integerOf(text: string | null, name: string): number | null {
   if (text === null) return null
-  if (!/^-?[0-9]{1,9}$/.test(text.trim())) {
+  if (!/^[+-]?[0-9]+$/.test(text.trim())) {
     throw scimBadRequest('invalidValue', `${name} must be an integer`)
   }
   return Number(text)

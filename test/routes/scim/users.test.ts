@@ -142,6 +142,45 @@ describe('SCIM Users', () => {
     expect(counted.body).toMatchObject({ totalResults: 4, itemsPerPage: 0, Resources: [] })
   })
 
+  test('startIndex and count out of range are taken to their nearest bound; a word is 400 invalidValue', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    for (const name of ['ada', 'bob', 'cy']) {
+      const made = await t.call('POST', '/scim/v2/Users', {
+        json: { schemas: [USER], userName: `${name}@example.com` },
+        headers,
+      })
+      expect(made.status).toBe(201)
+    }
+    const page = async (query: string) => {
+      const listed = await t.get(`/scim/v2/Users?sortBy=userName&${query}`, { headers })
+      expect(listed.status).toBe(200)
+      const body = listed.body as { startIndex: number; Resources: { userName: string }[] }
+      return { startIndex: body.startIndex, names: body.Resources.map((user) => user.userName) }
+    }
+    const everyone = ['ada@example.com', 'bob@example.com', 'cy@example.com']
+    expect(await page('startIndex=0&count=2')).toEqual({
+      startIndex: 1,
+      names: everyone.slice(0, 2),
+    })
+    expect(await page('startIndex=-5')).toEqual({ startIndex: 1, names: everyone })
+    expect(await page('startIndex=%2B2&count=%2B1')).toEqual({
+      startIndex: 2,
+      names: ['bob@example.com'],
+    })
+    expect(await page('startIndex=99999999999')).toEqual({ startIndex: 2 ** 31 - 1, names: [] })
+    expect(await page(`startIndex=${'9'.repeat(400)}`)).toEqual({
+      startIndex: 2 ** 31 - 1,
+      names: [],
+    })
+    expect(await page('count=-1')).toEqual({ startIndex: 1, names: [] })
+    expect(await page('count=99999999999999999999')).toEqual({ startIndex: 1, names: everyone })
+    for (const query of ['count=abc', 'count=1.5', 'startIndex=1e3', 'startIndex=', 'count=0x10']) {
+      const refused = await t.get(`/scim/v2/Users?${query}`, { headers })
+      expectScimError(refused, 400, 'invalidValue')
+    }
+  })
+
   test('a filter that cannot be parsed, or names what roster lacks, is 400 invalidFilter', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
