@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { OWN_MEMORY_KIB } from '../src/auth/passwords'
 import { readRss } from './lib/process'
 import { buildBinary, pinLoadGenerator, startRoster } from './lib/roster'
 
@@ -28,11 +29,11 @@ const SECONDS = Number(args.seconds)
 const RATE = Number(args.rate)
 const WINDOW_MS = 10_000
 const RSS_SAMPLE_MS = 250
-// One argon2id hash or verify holds 64 MiB (src/auth/passwords.ts). The allocator keeps that
+// One argon2id hash or verify holds roster's memory cost (64 MiB). The allocator keeps that
 // buffer after a sign-in or gives it back at its own pace: a 60 s trace at 4 samples a second
 // sat at 145 MB, then at 210 MB without one lower sample for 36 s, then at 145 again. Growth up
 // to one working set is that, not a leak; a leak keeps growing past it.
-const ARGON2_WORKING_SET_MB = 64
+const ARGON2_WORKING_SET_MB = OWN_MEMORY_KIB / 1024
 const PASSWORD = 'soak test password'
 const SEEDED = 1000
 const SIGNERS = 20

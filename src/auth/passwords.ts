@@ -37,7 +37,7 @@ export function passwordWorkload() {
 }
 
 /** roster's own argon2id costs (Bun.password's defaults): 64 MiB, two passes. */
-const OWN_MEMORY_KIB = 65536
+export const OWN_MEMORY_KIB = 65536
 const OWN_TIME_COST = 2
 const ARGON2ID = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=\d+\$/
 
