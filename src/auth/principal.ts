@@ -16,7 +16,7 @@ export type Principal =
       scheme: 'basic' | 'bearer' | 'session'
       /** The presented token or session id (to revoke exactly it at logout). */
       secret?: string
-      /** The user's row, when the credential lookup already read it. */
+      /** The user's row as the credential's lookup read it (whole, groups too, for Basic). */
       user?: SignedInUser
     }
   | { kind: 'apiKey'; keyId: number; name: string; scopes: readonly Grant[] }

@@ -158,6 +158,19 @@ describe('Basic on /secure', () => {
     expect(passwordWorkload().verifications).toBe(before)
   })
 
+  test('a cached sign-in answers with the record as it is now, the same as GET /users/{id}', async () => {
+    await using t = await makeTestApp()
+    const { userId } = await signedIn(t)
+    const header = { authorization: basic('ada@example.com', PASSWORD) }
+    expect((await t.get('/secure', { headers: header })).status).toBe(200)
+    await t.post('/groups', { name: 'Pilots' })
+    await t.call('PUT', `/groups/1/members/${userId}`)
+    await t.call('PATCH', `/users/${userId}`, { json: { name: 'Countess' } })
+    const cached = await t.get('/secure', { headers: header })
+    expect(cached.body.user).toEqual((await t.get(`/users/${userId}`)).body)
+    expect(cached.body.user).toMatchObject({ name: 'Countess', groups: [1] })
+  })
+
   test('the cache is dropped when the password changes', async () => {
     await using t = await makeTestApp()
     const { userId } = await signedIn(t)

@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia'
 import type { Authenticator } from '../../auth/authenticator'
-import type { CredentialStore } from '../../auth/sessions'
+import type { CredentialStore, SignedInUser } from '../../auth/sessions'
 import type { Config } from '../../config'
 import { fieldDetail } from '../../errors/details'
 import { AppError, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
 import { documented, errorResponses } from '../../http/openapi-schemas'
-import { toView } from '../../users/records'
+import { toView, type UserRecord } from '../../users/records'
 import type { UserStore } from '../../users/store'
 import { clearSessionCookie, sessionCookie } from '../auth/cookies'
 import { type AuthPlugin, type CookieSecurity, isSecure } from '../auth/plugin'
@@ -45,11 +45,16 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
     return toView(user)
   }
 
-  /** The caller's record, groups included (the credential's lookup reads the row only). */
+  /**
+   * The caller's record, groups included: the row Basic's lookup read with the credential when
+   * it is whole (a second read of it cost /secure a quarter of its time), else read by id (a
+   * session's or token's lookup reads the row without its groups).
+   */
   const callerRecord = async (set: object): Promise<User> => {
     const principal = principalOf(set)
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'This route needs a user')
-    return userRecord(principal.userId)
+    const read = principal.user
+    return read !== undefined && isWholeRecord(read) ? toView(read) : userRecord(principal.userId)
   }
 
   return new Elysia({ prefix })
@@ -171,6 +176,16 @@ export function accountRoutes(inputs: AccountRouteInputs, prefix: '' | '/v1' | '
  * The identifier (email, username or login: the first one given) and the secret (password or
  * pass); 422 naming what is missing. The password is never echoed.
  */
+/** Whether a credential's lookup read every field of the record (Basic's does). */
+function isWholeRecord(user: SignedInUser): user is SignedInUser & UserRecord {
+  return (
+    user.groups !== undefined &&
+    user.username !== undefined &&
+    user.active !== undefined &&
+    user.email_verified_at !== undefined
+  )
+}
+
 function signInFields(body: Record<string, string | undefined>): {
   address: string
   password: string
