@@ -1,5 +1,4 @@
 import type { Database } from 'bun:sqlite'
-import { eq, sql } from 'drizzle-orm'
 import type { Role } from '../../auth/access'
 import type { PageRequest } from '../../db/page'
 import {
@@ -35,7 +34,6 @@ import { neutralUnique } from './errors'
 import { firstUse } from './first-use'
 import { membersByOwner } from './groups'
 import { nameOrderArms, nameOrderPage } from './name-order'
-import { users } from './schema'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
 
@@ -200,22 +198,18 @@ export function createSqliteUserRows(
     }
     return statement
   }
-  const remove = firstUse(() =>
-    db
-      .delete(users)
-      .where(eq(users.id, sql.placeholder('id')))
-      .prepare(),
-  )
+  const removeById = writer.query<unknown, [number]>('DELETE FROM users WHERE id = ?')
   const searches = new SearchStatements(sqlite)
   const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
     const result = runSearch(request, (step) => searches.read(filters, request.sort, step))
     return { ...result, data: withGroupsOf(result.data) }
   })
-  // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
-  const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
-
-  /** The writes, synchronous, for work already inside a group transaction (see WriteQueue). */
+  /**
+   * The writes, synchronous, for work already inside a group transaction (see WriteQueue),
+   * each in its write's savepoint there: a guard's read and the write it guards are one
+   * atomic step on the one writer without a savepoint of their own (one cost 4 % of a PATCH).
+   */
   const inWrite = {
     insert(input: NewUser): UserRecord {
       const created = neutralUnique(() =>
@@ -241,27 +235,25 @@ export function createSqliteUserRows(
       changes: UserChanges,
       guard: WriteGuard,
     ): { before: StoredUser; after: UserRecord } {
-      return transaction(() => {
-        const before = checkGuard(guardedRow(currentById.get(id)), guard)
-        const updated = neutralUnique(() =>
-          update(changes).get(
-            id,
-            changes.name?.trim() ?? null,
-            changes.email ?? null,
-            changes.email === undefined ? null : emailKey(changes.email),
-            changes.username ?? null,
-            changes.username === undefined ? null : usernameKey(changes.username),
-            changes.passwordHash ?? null,
-            changes.role ?? null,
-            changes.active === undefined ? null : changes.active ? 1 : 0,
-            searchKeyOf(changes.name ?? before.name, changes.email ?? before.email),
-            now().toISOString(),
-          ),
-        )
-        if (updated === null) throw new Error('UPDATE … RETURNING gave no row')
-        const groups = currentGroups.all(id).map((row) => row.group_id)
-        return { before, after: { ...updated, active: updated.active === 1, groups } }
-      })
+      const before = checkGuard(guardedRow(currentById.get(id)), guard)
+      const updated = neutralUnique(() =>
+        update(changes).get(
+          id,
+          changes.name?.trim() ?? null,
+          changes.email ?? null,
+          changes.email === undefined ? null : emailKey(changes.email),
+          changes.username ?? null,
+          changes.username === undefined ? null : usernameKey(changes.username),
+          changes.passwordHash ?? null,
+          changes.role ?? null,
+          changes.active === undefined ? null : changes.active ? 1 : 0,
+          searchKeyOf(changes.name ?? before.name, changes.email ?? before.email),
+          now().toISOString(),
+        ),
+      )
+      if (updated === null) throw new Error('UPDATE … RETURNING gave no row')
+      const groups = currentGroups.all(id).map((row) => row.group_id)
+      return { before, after: { ...updated, active: updated.active === 1, groups } }
     },
 
     verifyEmail(
@@ -277,11 +269,9 @@ export function createSqliteUserRows(
     },
 
     remove(id: number, guard: WriteGuard): StoredUser {
-      return transaction(() => {
-        const removed = checkGuard(guardedRow(currentById.get(id)), guard)
-        remove().run({ id })
-        return removed
-      })
+      const removed = checkGuard(guardedRow(currentById.get(id)), guard)
+      removeById.run(id)
+      return removed
     },
   }
 
@@ -343,7 +333,6 @@ export function createSqliteUserRows(
   }
 }
 
-/** SQLite keeps booleans as 0 and 1: the row a guarded write reads, with `active` as a boolean. */
 /** An update's values by number (prepareUpdate): id, then each column it may set, then the time. */
 type UpdateValues = [
   id: number,
@@ -369,6 +358,7 @@ interface UpdatedFields {
   active: boolean
 }
 
+/** SQLite keeps booleans as 0 and 1: the row a guarded write reads, with `active` as a boolean. */
 function guardedRow(row: GuardedRow | null): GuardedRow | null {
   return row === null ? null : { ...row, active: Boolean(row.active) }
 }
