@@ -152,6 +152,8 @@ export async function makeDeps(
     sweepUploads?: boolean
     /** The server: the backend's idle work runs (CLI commands leave it to the server). */
     serving?: boolean
+    /** Reads of one event-loop turn share a snapshot (see BackendOptions). */
+    turnReads?: boolean
     timers?: Timers
     /** Where S3 settings are read (the process environment unless given). */
     env?: Record<string, string | undefined>
@@ -173,6 +175,7 @@ export async function makeDeps(
       disk.wrote()
     },
     serving: options.serving === true,
+    turnReads: options.turnReads === true,
   })
   const fileStore = await openFileStore(config, uploadDir, backend, options.env).catch(
     async (error: unknown) => {

@@ -39,7 +39,11 @@ export class ServerStartError extends Error {}
  * Throws DataDirError, DatabaseOpenError or ServerStartError.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const deps = await makeDeps(config, log, undefined, { sweepUploads: true, serving: true })
+  const deps = await makeDeps(config, log, undefined, {
+    sweepUploads: true,
+    serving: true,
+    turnReads: true,
+  })
   const routes = new RouteTable()
   const accessLog = new AccessLog(config.logFile)
   const app = createApp(deps, { routes, accessLog })

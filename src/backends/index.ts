@@ -14,6 +14,11 @@ export interface BackendOptions {
   onCommit: (writes: number) => void
   /** True for the server: the backend's idle work runs (SQLite's search indexing). */
   serving?: boolean
+  /**
+   * SQLite: the reads of one turn of the event loop share one read transaction (turn-reads.ts).
+   * For a process whose every write goes through the group commit: the server, the tests' app.
+   */
+  turnReads?: boolean
 }
 
 /**

@@ -70,8 +70,12 @@ export async function makeTestApp(
   try {
     deps =
       now instanceof ManualClock
-        ? await makeDeps(data.config, log, now.date, { timers: now, env: data.env })
-        : await makeDeps(data.config, log, now, { env: data.env })
+        ? await makeDeps(data.config, log, now.date, {
+            timers: now,
+            env: data.env,
+            turnReads: true,
+          })
+        : await makeDeps(data.config, log, now, { env: data.env, turnReads: true })
   } catch (error) {
     await data[Symbol.asyncDispose]()
     throw error
@@ -131,6 +135,9 @@ export async function dbQuery<T = Record<string, unknown>>(
     return db.query(text).all(...(params as never[])) as T[]
   } finally {
     db.close()
+    // Another connection's commit is seen by the app's reads from its next turn on (a client
+    // could not ask sooner): wait for it, as a client would.
+    await new Promise((resolve) => setImmediate(resolve))
   }
 }
 

@@ -17,6 +17,11 @@ export interface Store {
   readonly db: Db
   readonly reader: Database
   readonly writes: WriteQueue
+  /**
+   * Says a write was committed outside the group commit (the CLI's import, in its own
+   * transaction): reads from now on see it, also in this turn (see turn-reads.ts).
+   */
+  committedAlone(): void
 }
 
 /** Where the embedded database lives in a data folder; the server, the CLI, backup and copy agree on it. */

@@ -25,6 +25,7 @@ import { createSqliteOutboundRows } from './outbound'
 import { createSqliteScimRows } from './scim'
 import { SearchIndexer } from './search-index'
 import { createSqliteCredentialRows } from './sessions'
+import { shareReadsPerTurn } from './turn-reads'
 import { createSqliteUploadRecords } from './uploads'
 import { createSqliteUserRows } from './users'
 import { WriteQueue } from './write-queue'
@@ -42,6 +43,7 @@ export function openSqliteBackend(
     log: Logger
     onCommit: (writes: number) => void
     serving?: boolean
+    turnReads?: boolean
   },
 ): Backend {
   const { now, clock, log } = options
@@ -58,20 +60,25 @@ export function openSqliteBackend(
   const databaseFile = fileIdentityGuard(dbPath, (error) => log.error(error.message))
   let audit: SqliteAuditRows | undefined
   let indexer: SearchIndexer | undefined
+  const reader = openReader(dbPath)
+  const turnReads = options.turnReads === true ? shareReadsPerTurn(reader) : null
   const writes = new WriteQueue(db.$client, {
     onCommit: (count) => {
       options.onCommit(count)
       audit?.committed()
       indexer?.wrote()
     },
-    beforeCommit: databaseFile.check,
+    beforeCommit: () => {
+      turnReads?.end()
+      databaseFile.check()
+    },
     onDeferredError: (error) => {
       // Said once already, when it was noticed.
       if (error instanceof DatabaseLostError) return
       log.warn('a deferred write failed', { error: (error as Error).message })
     },
   })
-  const store: Store = { db, reader: openReader(dbPath), writes }
+  const store: Store = { db, reader, writes, committedAlone: () => turnReads?.end() }
   indexer = new SearchIndexer(store, clock)
   if (options.serving === true) indexer.start()
   // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.
@@ -134,6 +141,7 @@ export function openSqliteBackend(
     async close() {
       indexer?.stop()
       writes.flush()
+      turnReads?.end()
       store.reader.close()
       db.$client.close()
     },

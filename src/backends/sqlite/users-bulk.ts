@@ -95,6 +95,7 @@ export function createSqliteUserBulk(store: Store, now: () => Date): BulkPart {
           if (error !== ROLLBACK) throw error
           inserted = 0
         }
+        store.committedAlone()
         return { inserted, conflicts }
       }),
   }
