@@ -30,6 +30,7 @@ const SCENARIOS = [
   { name: 'GET /users?limit=20', path: '/users?limit=20' },
   { name: 'POST /users', path: '/users', script: 'create-user.lua' },
   { name: 'PATCH /users/{random id}', path: '/users/1', script: 'patch-user.lua' },
+  { name: 'POST+DELETE /users (pairs)', path: '/users', script: 'create-delete-user.lua' },
   // The seeded bench account's sign-ins: argon2id, then a session and a token written.
   // Four connections: more sign-ins of one account at once than the limiter lets check (10) are
   // answered 429 without argon2, and would measure the refusal instead.
