@@ -78,7 +78,8 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
   const currentById = byId(writer)
   const membersOf = (db: Database) =>
     db.query<{ user_id: number }, [number]>(
-      'SELECT user_id FROM group_members WHERE group_id = ? ORDER BY user_id',
+      // A range of one id (as users.ts's currentGroups): the same rows, read faster.
+      'SELECT user_id FROM group_members WHERE group_id BETWEEN ?1 AND ?1 ORDER BY group_id, user_id',
     )
   const readMembers = membersOf(reader)
   const currentMembers = membersOf(writer)

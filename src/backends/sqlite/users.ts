@@ -67,8 +67,10 @@ export function createSqliteUserRows(
   )
   // A page's users' groups in one more statement, not one per user.
   const groupsOfPage = membersByOwner(sqlite, 'user_id')
+  // A range of one id, not `user_id = ?`: on this covering index SQLite answers the same rows
+  // in the same order, in 0.3 µs instead of 2.6 (measured in SQLite alone, inside a transaction).
   const currentGroups = writer.query<{ group_id: number }, [number]>(
-    'SELECT group_id FROM group_members WHERE user_id = ? ORDER BY group_id',
+    'SELECT group_id FROM group_members WHERE user_id BETWEEN ?1 AND ?1 ORDER BY user_id, group_id',
   )
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, (password_hash IS NOT NULL
