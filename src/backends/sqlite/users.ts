@@ -62,7 +62,7 @@ export function createSqliteUserRows(
   // page of 20 plus its JSON 4.8 µs slower (objects it builds serialize slower). So do a
   // user's insert and update; the rarer writes go through drizzle. All are prepared once, here.
   // One user with its groups in one statement (a JSON array, in id order from the index).
-  const byId = sqlite.query<Omit<UserRecord, 'groups'> & { groups: string }, [number]>(
+  const byId = sqlite.query<RecordRow & { groups: string }, [number]>(
     `SELECT ${RECORD_COLUMNS}, ${GROUPS_JSON} FROM users WHERE id = ?`,
   )
   // A page's users' groups in one more statement, not one per user.
@@ -105,7 +105,7 @@ export function createSqliteUserRows(
   const byUsernameKey = sqlite.query<SignInColumns, [string]>(
     `SELECT ${SIGN_IN_COLUMNS} FROM users WHERE username_key = ?`,
   )
-  const verify = writer.query<Omit<UserRecord, 'groups'>, [string, number, string]>(
+  const verify = writer.query<RecordRow, [string, number, string]>(
     `UPDATE users SET email_verified_at = ?1, version = version + 1, updated_at = ?1
      WHERE id = ?2 AND email_key = ?3 RETURNING ${RECORD_COLUMNS}`,
   )
@@ -116,7 +116,7 @@ export function createSqliteUserRows(
     'UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?',
   )
   const withHashById = sqlite.query<
-    Omit<UserRecord, 'groups'> & {
+    RecordRow & {
       groups: string
       password_hash: string | null
       second_factor: number
@@ -145,7 +145,7 @@ export function createSqliteUserRows(
   // CPU beside the INSERT itself.
   const insert = firstUse(() =>
     writer.prepare<
-      Omit<UserRecord, 'groups' | 'active'> & { active: number },
+      RecordRow,
       [string, string, string, string, string, number, string | null, Role, string, string]
     >(
       `INSERT INTO users (name, email, email_key, username, username_key, active, password_hash,
@@ -163,7 +163,7 @@ export function createSqliteUserRows(
   // Raw like the insert; the parameters are numbered so that every statement takes the same
   // eleven values, whichever columns its SET names.
   const prepareUpdate = (fields: UpdatedFields) =>
-    writer.prepare<Omit<UserRecord, 'groups' | 'active'> & { active: number }, UpdateValues>(
+    writer.prepare<RecordRow, UpdateValues>(
       `UPDATE users SET ${[
         ...(fields.name ? ['name = ?2'] : []),
         ...(fields.name || fields.email ? ['search_key = ?10'] : []),
@@ -200,7 +200,9 @@ export function createSqliteUserRows(
     }
     return statement
   }
-  const removeById = writer.query<unknown, [number]>('DELETE FROM users WHERE id = ?')
+  const removeById = firstUse(() =>
+    writer.prepare<unknown, [number]>('DELETE FROM users WHERE id = ?'),
+  )
   const searches = new SearchStatements(sqlite)
   const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
@@ -229,7 +231,7 @@ export function createSqliteUserRows(
         ),
       )
       if (created === null) throw new Error('INSERT … RETURNING gave no row')
-      return { ...created, active: created.active === 1, groups: [] }
+      return recordOf(created, [])
     },
 
     update(
@@ -255,7 +257,7 @@ export function createSqliteUserRows(
       )
       if (updated === null) throw new Error('UPDATE … RETURNING gave no row')
       const groups = currentGroups.all(id).map((row) => row.group_id)
-      return { before, after: { ...updated, active: updated.active === 1, groups } }
+      return { before, after: recordOf(updated, groups) }
     },
 
     verifyEmail(
@@ -267,12 +269,12 @@ export function createSqliteUserRows(
       const verified = verify.get(now().toISOString(), id, emailKey(email))
       if (verified === null) return null
       const groups = currentGroups.all(id).map((row) => row.group_id)
-      return { user: { ...verified, active: Boolean(verified.active), groups }, wasVerifiedAt }
+      return { user: recordOf(verified, groups), wasVerifiedAt }
     },
 
     remove(id: number, guard: WriteGuard): StoredUser {
       const removed = checkGuard(guardedRow(currentById.get(id)), guard)
-      removeById.run(id)
+      removeById().run(id)
       return removed
     },
   }
@@ -307,9 +309,7 @@ export function createSqliteUserRows(
     get: (id) =>
       settle(() => {
         const row = byId.get(id)
-        return row === null
-          ? null
-          : { ...row, active: Boolean(row.active), groups: JSON.parse(row.groups) as number[] }
+        return row === null ? null : recordOf(row, JSON.parse(row.groups) as number[])
       }),
     page: (request) => settle(() => readPage(request)),
     search: (request) => settle(() => readSearch(request)),
@@ -321,9 +321,8 @@ export function createSqliteUserRows(
         const row = withHashById.get(userId)
         if (row === null) return null
         const { password_hash: passwordHash, second_factor, groups, ...user } = row
-        const active = Boolean(user.active)
         return {
-          user: { ...user, active, groups: JSON.parse(groups) as number[] },
+          user: recordOf(user, JSON.parse(groups) as number[]),
           passwordHash,
           secondFactor: second_factor === 1,
         }
@@ -360,9 +359,17 @@ interface UpdatedFields {
   active: boolean
 }
 
-/** SQLite keeps booleans as 0 and 1: the row a guarded write reads, with `active` as a boolean. */
+/** A user's columns as SQLite gives them back: booleans are 0 and 1. */
+type RecordRow = Omit<UserRecord, 'groups' | 'active'> & { active: number }
+
+/** A user's record from its row and its groups' ids, `active` a boolean again. */
+function recordOf(row: RecordRow, groups: number[]): UserRecord {
+  return { ...row, active: row.active === 1, groups }
+}
+
+/** The row a guarded write reads, with `active` a boolean again (SQLite keeps 0 and 1). */
 function guardedRow(row: GuardedRow | null): GuardedRow | null {
-  return row === null ? null : { ...row, active: Boolean(row.active) }
+  return row === null ? null : { ...row, active: (row.active as unknown) === 1 }
 }
 
 type Statement = ReturnType<Database['query']>
