@@ -14,6 +14,30 @@ function shape(tables: { name: string; columns: { name: string; notNull: boolean
   )
 }
 
+/** Every foreign key whose column leads no index and no primary key: `table.column`. */
+function unindexedForeignKeys(
+  tables: {
+    name: string
+    columns: { name: string; primary: boolean }[]
+    indexes: { config: { columns: unknown[] } }[]
+    primaryKeys: { columns: { name: string }[] }[]
+    foreignKeys: { reference(): { columns: { name: string }[] } }[]
+  }[],
+): string[] {
+  const columnName = (column: unknown) => (column as { name?: string }).name
+  return tables.flatMap((table) => {
+    const leading = new Set([
+      ...table.columns.filter((column) => column.primary).map((column) => column.name),
+      ...table.primaryKeys.map((key) => key.columns[0]?.name),
+      ...table.indexes.map((index) => columnName(index.config.columns[0])),
+    ])
+    return table.foreignKeys
+      .map((key) => key.reference().columns[0]?.name)
+      .filter((column) => !leading.has(column))
+      .map((column) => `${table.name}.${column}`)
+  })
+}
+
 const isTable = (value: unknown) =>
   typeof value === 'object' && value !== null && Symbol.for('drizzle:Name') in value
 
@@ -43,6 +67,13 @@ describe('the SQLite and PostgreSQL schemas', () => {
       (name) => !name?.startsWith('login_failures') && !sharedOnly.includes(name),
     )
     expect(pgIndexes).toEqual(names(sqliteTables))
+  })
+
+  // Deleting a user (or a key) looks up every row that refers to it, to cascade or set null:
+  // without an index that is a scan of the whole table (uploads, say) per deletion.
+  test('index every foreign key, so a deletion finds the rows that refer to it without a scan', () => {
+    expect(unindexedForeignKeys(sqliteTables)).toEqual([])
+    expect(unindexedForeignKeys(pgTables)).toEqual([])
   })
 
   test('the shared-only list names tables and columns that exist', () => {

@@ -19,6 +19,7 @@ import m16 from '../../../drizzle-pg/0016_search_key.sql' with { type: 'text' }
 import m17 from '../../../drizzle-pg/0017_user_count_and_search_index.sql' with { type: 'text' }
 import m18 from '../../../drizzle-pg/0018_user_sort_orders.sql' with { type: 'text' }
 import m19 from '../../../drizzle-pg/0019_group_profiles.sql' with { type: 'text' }
+import m20 from '../../../drizzle-pg/0020_foreign_key_indexes.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -41,4 +42,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0017_user_count_and_search_index', when: 1795791467704, sql: m17 },
   { tag: '0018_user_sort_orders', when: 1795813370542, sql: m18 },
   { tag: '0019_group_profiles', when: 1795827230125, sql: m19 },
+  { tag: '0020_foreign_key_indexes', when: 1795873581368, sql: m20 },
 ]

@@ -148,7 +148,12 @@ export const uploads = sqliteTable(
     ownerKeyId: integer('owner_key_id').references(() => apiKeys.id, { onDelete: 'set null' }),
     createdAt: text('created_at').notNull(),
   },
-  (table) => [index('uploads_created_at_idx').on(table.createdAt)],
+  // A deleted user's or key's uploads are found by these (set null), not by a scan of them all.
+  (table) => [
+    index('uploads_created_at_idx').on(table.createdAt),
+    index('uploads_owner_user_idx').on(table.ownerUserId),
+    index('uploads_owner_key_idx').on(table.ownerKeyId),
+  ],
 )
 
 /**
@@ -526,5 +531,9 @@ export const authChallenges = sqliteTable(
     expiresAt: integer('expires_at').notNull(),
     usedAt: integer('used_at'),
   },
-  (table) => [index('auth_challenges_expires_idx').on(table.expiresAt)],
+  (table) => [
+    index('auth_challenges_expires_idx').on(table.expiresAt),
+    // A deleted user's challenges are found by this (cascade), not by a scan.
+    index('auth_challenges_user_idx').on(table.userId),
+  ],
 )
