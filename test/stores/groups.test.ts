@@ -78,7 +78,7 @@ describe('group store contract (two instances where the backend is shared)', () 
     expect(missing.map(codeOf)).toEqual(['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND'])
   })
 
-  test('deleting a group keeps its users; deleting a user keeps its groups and moves their versions', async () => {
+  test('deleting a group keeps its users; deleting a user keeps its groups and moves their versions, and only theirs', async () => {
     await using env = await twoInstances()
     const [one, two] = [
       await env.a.groups.create({ name: 'One', description: null }, SYSTEM),
@@ -89,6 +89,7 @@ describe('group store contract (two instances where the backend is shared)', () 
     await env.a.groups.addMember(two.id, cy.id, SYSTEM)
     await env.b.groups.remove(one.id, { versions: null }, SYSTEM)
     expect((await env.a.users.get(cy.id))?.groups).toEqual([two.id])
+    const other = await env.a.groups.create({ name: 'Three', description: null }, SYSTEM)
     const before = (await env.a.groups.get(two.id))?.version as number
     await env.b.users.remove(cy.id, { versions: null }, SYSTEM)
     const after = await env.a.groups.get(two.id)
@@ -96,6 +97,8 @@ describe('group store contract (two instances where the backend is shared)', () 
       members: [],
       moved: true,
     })
+    // A group it was not in does not move.
+    expect((await env.a.groups.get(other.id))?.version).toBe(other.version)
   })
 
   test('If-Match, echo and missing rows; a rename and a description cleared', async () => {

