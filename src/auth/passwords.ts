@@ -1,15 +1,16 @@
 /**
  * argon2id through Bun.password. Each hash or verify holds about 64 MiB while it runs, so at
- * most MAX_CONCURRENT run at once and the rest queue: a login flood then costs time, not memory.
+ * most MAX_CONCURRENT_HASHES run at once and the rest queue: a login flood then costs time, not
+ * memory.
  */
-const MAX_CONCURRENT = 2
+export const MAX_CONCURRENT_HASHES = 2
 
 let running = 0
 const waiting: (() => void)[] = []
 const counts = { hashes: 0, verifications: 0 }
 
 async function withSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve))
+  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((resolve) => waiting.push(resolve))
   else running += 1
   try {
     return await work()
