@@ -1,4 +1,4 @@
-import type { Database } from 'bun:sqlite'
+import type { Database, Statement } from 'bun:sqlite'
 import { bothWays, directionOf, type ListRequest } from '../../db/page'
 import {
   checkGroupGuard,
@@ -60,6 +60,22 @@ export function membersByOwner(
 const SPREAD = 50
 
 /**
+ * The members of one group (or the groups of one user), in id order, as `other`. Read as a
+ * range of one id, not `owner = ?`: on the covering index SQLite answers the same rows in the
+ * same order in 0.3 µs instead of 2.6 (measured in SQLite alone, inside a transaction).
+ */
+export function membersOfOne(
+  db: Database,
+  owner: 'group_id' | 'user_id',
+): Statement<{ other: number }, [number]> {
+  const other = owner === 'group_id' ? 'user_id' : 'group_id'
+  return db.query<{ other: number }, [number]>(
+    `SELECT ${other} AS other FROM group_members WHERE ${owner} BETWEEN ?1 AND ?1
+     ORDER BY ${owner}, ${other}`,
+  )
+}
+
+/**
  * Groups in SQLite: reads on the reader (committed rows), writes through the group commit;
  * `inUnit` holds the same writes for a unit of work, which already runs inside it.
  */
@@ -76,13 +92,8 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
     db.query<GroupRow, [number]>(`SELECT ${COLUMNS} FROM groups WHERE id = ?`)
   const readById = byId(reader)
   const currentById = byId(writer)
-  const membersOf = (db: Database) =>
-    db.query<{ user_id: number }, [number]>(
-      // A range of one id (as users.ts's currentGroups): the same rows, read faster.
-      'SELECT user_id FROM group_members WHERE group_id BETWEEN ?1 AND ?1 ORDER BY group_id, user_id',
-    )
-  const readMembers = membersOf(reader)
-  const currentMembers = membersOf(writer)
+  const readMembers = membersOfOne(reader, 'group_id')
+  const currentMembers = membersOfOne(writer, 'group_id')
   const page = bothWays((direction) =>
     reader.query<GroupRow, [number, number]>(
       `SELECT ${COLUMNS} FROM groups ORDER BY id ${direction} LIMIT ? OFFSET ?`,
@@ -111,16 +122,13 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
   const touchUser = writer.query(
     'UPDATE users SET version = version + 1, updated_at = ? WHERE id = ?',
   )
-  // A range of one id (see users.ts's currentGroups): the same rows, in a tenth of the time.
-  const groupsOfUser = writer.query<{ group_id: number }, [number]>(
-    'SELECT group_id FROM group_members WHERE user_id BETWEEN ?1 AND ?1 ORDER BY user_id, group_id',
-  )
+  const groupsOfUser = membersOfOne(writer, 'user_id')
   const leaveAll = writer.query('DELETE FROM group_members WHERE user_id = ?')
   // Nested in a group transaction this is a savepoint; alone (the CLI) it is BEGIN IMMEDIATE.
   const transaction = <T>(work: () => T): T => writer.transaction(work).immediate()
-  const withMembers = (row: GroupRow, members: { user_id: number }[]): GroupRecord => ({
+  const withMembers = (row: GroupRow, members: { other: number }[]): GroupRecord => ({
     ...row,
-    members: members.map((member) => member.user_id),
+    members: members.map((member) => member.other),
   })
   const readPage = reader.transaction((request: ListRequest) => {
     const rows = page[directionOf(request, 'oldest')].all(request.limit, request.offset)
@@ -207,7 +215,7 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
           // IN (subquery) builds a table (1.5-2 µs) and a DELETE that finds nothing.
           const groups = groupsOfUser.all(userId)
           if (groups.length === 0) return
-          for (const { group_id } of groups) touchGroup.run(at, group_id)
+          for (const group of groups) touchGroup.run(at, group.other)
           leaveAll.run(userId)
         }),
     },

@@ -32,7 +32,7 @@ import type { SignInRow, UserRows, UserWriteRows } from '../../users/store'
 import type { Store } from './connection'
 import { neutralUnique } from './errors'
 import { firstUse } from './first-use'
-import { membersByOwner } from './groups'
+import { membersByOwner, membersOfOne } from './groups'
 import { nameOrderArms, nameOrderPage } from './name-order'
 import { settle } from './settle'
 import { createSqliteUserBulk } from './users-bulk'
@@ -67,11 +67,7 @@ export function createSqliteUserRows(
   )
   // A page's users' groups in one more statement, not one per user.
   const groupsOfPage = membersByOwner(sqlite, 'user_id')
-  // A range of one id, not `user_id = ?`: on this covering index SQLite answers the same rows
-  // in the same order, in 0.3 µs instead of 2.6 (measured in SQLite alone, inside a transaction).
-  const currentGroups = writer.query<{ group_id: number }, [number]>(
-    'SELECT group_id FROM group_members WHERE user_id BETWEEN ?1 AND ?1 ORDER BY user_id, group_id',
-  )
+  const currentGroups = membersOfOne(writer, 'user_id')
   const currentById = writer.query<GuardedRow, [number]>(
     `SELECT ${RECORD_COLUMNS}, (password_hash IS NOT NULL
       OR EXISTS (SELECT 1 FROM passkeys k WHERE k.user_id = users.id)) AS can_sign_in FROM users WHERE id = ?`,
@@ -256,7 +252,7 @@ export function createSqliteUserRows(
         ),
       )
       if (updated === null) throw new Error('UPDATE … RETURNING gave no row')
-      const groups = currentGroups.all(id).map((row) => row.group_id)
+      const groups = currentGroups.all(id).map((row) => row.other)
       return { before, after: recordOf(updated, groups) }
     },
 
@@ -268,7 +264,7 @@ export function createSqliteUserRows(
       const wasVerifiedAt = verifiedAt.get(id)?.at ?? null
       const verified = verify.get(now().toISOString(), id, emailKey(email))
       if (verified === null) return null
-      const groups = currentGroups.all(id).map((row) => row.group_id)
+      const groups = currentGroups.all(id).map((row) => row.other)
       return { user: recordOf(verified, groups), wasVerifiedAt }
     },
 
