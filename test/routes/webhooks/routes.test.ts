@@ -232,7 +232,8 @@ describe('POST /webhooks', () => {
   })
 
   test('a handler that fails after writing has its writes rolled back with it', async () => {
-    await using t = await webhookApp()
+    // A clock that stands still: the retry would otherwise fall due 20 ms later, mid-read.
+    await using t = await webhookApp(ALL_SECRETS, testClock())
     t.deps.webhooks.worker.handlers.set('half.done', async (_event, { users }) => {
       await users.create({ name: 'Half', email: 'half@example.com', passwordHash: null }, SYSTEM)
       throw new Error('failed after the write')
@@ -415,7 +416,7 @@ describe('the user and customer handlers', () => {
   })
 
   test('a missing or invalid email fails the event with a readable error', async () => {
-    await using t = await webhookApp()
+    await using t = await webhookApp(ALL_SECRETS, testClock())
     await send(t, 'user.created', { name: 'No Email' })
     expect((await events(t))[0]).toMatchObject({
       status: 'failed',
