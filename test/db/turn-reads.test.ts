@@ -2,7 +2,7 @@ import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { openReader } from '../../src/backends/sqlite/connection'
-import { shareReadsPerTurn } from '../../src/backends/sqlite/turn-reads'
+import { shareReadsPerTurn, snapshots } from '../../src/backends/sqlite/turn-reads'
 import { WriteQueue } from '../../src/backends/sqlite/write-queue'
 import { tempDir } from '../helpers/app'
 
@@ -15,6 +15,7 @@ function fixture() {
   writer.run('CREATE TABLE t (x INTEGER NOT NULL)')
   const reader = openReader(path)
   const turnReads = shareReadsPerTurn(reader)
+  const snapshot = snapshots(reader, turnReads)
   /** Whether the reader held a snapshot at each COMMIT. */
   const heldAtCommit: boolean[] = []
   const queue = new WriteQueue(writer, {
@@ -28,6 +29,7 @@ function fixture() {
   return {
     path,
     reader,
+    snapshot,
     heldAtCommit,
     add: (x: number) => queue.run(() => insert.run(x)),
     count: () => count.get()?.n,
@@ -92,5 +94,49 @@ describe('reads shared per turn of the event loop', () => {
     // And begun alone, it is the snapshot.
     expect(both()).toEqual([0, 0])
     expect(f.reader.inTransaction).toBe(false)
+  })
+
+  test('a snapshot joins the turn’s transaction: two in one turn see one state, and hold it no longer', async () => {
+    using f = fixture()
+    const other = new Database(f.path, { strict: true })
+    const read = f.snapshot(() => [f.count(), f.count()])
+    expect(f.reader.inTransaction).toBe(false)
+    expect(read()).toEqual([0, 0])
+    expect(f.reader.inTransaction).toBe(true) // the turn's, not one of its own
+    other.run('INSERT INTO t (x) VALUES (7)')
+    expect(read()).toEqual([0, 0])
+    await nextTurn()
+    expect(f.reader.inTransaction).toBe(false)
+    expect(read()).toEqual([1, 1])
+    // A write of this process ends the turn's snapshot before its COMMIT, and is read back.
+    await f.add(8)
+    expect(read()).toEqual([2, 2])
+    other.close()
+  })
+})
+
+describe('snapshots where reads are not shared (the CLI)', () => {
+  test('a snapshot is a transaction of its own, begun before its first read and ended after it', () => {
+    using dir = tempDir('roster-turn-')
+    const path = join(dir.path, 't.db')
+    const writer = new Database(path, { create: true, strict: true })
+    writer.run('PRAGMA journal_mode = WAL')
+    writer.run('CREATE TABLE t (x INTEGER NOT NULL)')
+    const reader = openReader(path)
+    const count = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM t')
+    const seen: unknown[] = []
+    const snapshot = snapshots(reader, null)
+    const read = snapshot(() => {
+      seen.push(reader.inTransaction, count.get()?.n)
+      // Another connection's commit inside the snapshot is not seen by its later reads.
+      writer.run('INSERT INTO t (x) VALUES (1)')
+      seen.push(count.get()?.n)
+    })
+    read()
+    expect(seen).toEqual([true, 0, 0])
+    expect(reader.inTransaction).toBe(false)
+    expect(count.get()?.n).toBe(1)
+    reader.close()
+    writer.close()
   })
 })

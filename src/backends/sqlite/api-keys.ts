@@ -52,7 +52,7 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
      UPDATE api_keys SET revoked_at = ?2 WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL
      RETURNING id`,
   )
-  const readPage = reader.transaction((request: ListRequest) => ({
+  const readPage = store.snapshot((request: ListRequest) => ({
     data: page[directionOf(request, 'oldest')].all(request.limit, request.offset),
     total: total.get()?.n ?? 0,
   }))

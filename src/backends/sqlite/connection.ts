@@ -22,6 +22,8 @@ export interface Store {
    * transaction): reads from now on see it, also in this turn (see turn-reads.ts).
    */
   committedAlone(): void
+  /** `read` as one snapshot: every read in it sees the same state (turn-reads.ts's `snapshots`). */
+  snapshot<A extends unknown[], R>(read: (...args: A) => R): (...args: A) => R
 }
 
 /** Where the embedded database lives in a data folder; the server, the CLI, backup and copy agree on it. */

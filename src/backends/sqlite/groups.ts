@@ -130,7 +130,7 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
     ...row,
     members: members.map((member) => member.other),
   })
-  const readPage = reader.transaction((request: ListRequest) => {
+  const readPage = store.snapshot((request: ListRequest) => {
     const rows = page[directionOf(request, 'oldest')].all(request.limit, request.offset)
     const members = pageMembers(rows.map((row) => row.id))
     return {
@@ -138,7 +138,7 @@ export function createSqliteGroupRows(store: Store): GroupRows & {
       total: total.get()?.n ?? 0,
     }
   })
-  const readOne = reader.transaction((id: number) => {
+  const readOne = store.snapshot((id: number) => {
     const row = readById.get(id)
     return row === null ? null : withMembers(row, readMembers.all(id))
   })

@@ -79,7 +79,7 @@ export function createSqliteWebhookInbox(store: Store, now: () => Date): SqliteW
     `DELETE FROM webhook_events WHERE seq IN (
        SELECT seq FROM webhook_events WHERE received_at < ? AND next_attempt_at IS NULL LIMIT ?)`,
   )
-  const readPage = reader.transaction((request: ListRequest, status: EventStatus | undefined) => {
+  const readPage = store.snapshot((request: ListRequest, status: EventStatus | undefined) => {
     const direction = directionOf(request, 'newest')
     return status === undefined
       ? { data: page[direction].all(request.limit, request.offset), total: total.get()?.n ?? 0 }

@@ -25,7 +25,7 @@ import { createSqliteOutboundRows } from './outbound'
 import { createSqliteScimRows } from './scim'
 import { SearchIndexer } from './search-index'
 import { createSqliteCredentialRows } from './sessions'
-import { shareReadsPerTurn } from './turn-reads'
+import { shareReadsPerTurn, snapshots } from './turn-reads'
 import { createSqliteUploadRecords } from './uploads'
 import { createSqliteUserRows } from './users'
 import { WriteQueue } from './write-queue'
@@ -78,7 +78,13 @@ export function openSqliteBackend(
       log.warn('a deferred write failed', { error: (error as Error).message })
     },
   })
-  const store: Store = { db, reader, writes, committedAlone: () => turnReads?.end() }
+  const store: Store = {
+    db,
+    reader,
+    writes,
+    committedAlone: () => turnReads?.end(),
+    snapshot: snapshots(reader, turnReads),
+  }
   indexer = new SearchIndexer(store, clock)
   if (options.serving === true) indexer.start()
   // Reads a real table (SELECT 1 would not touch the file) and notices a deleted database file.

@@ -106,7 +106,7 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
   const totalWithStatus = reader.query<{ n: number }, [MailStatus]>(
     'SELECT count(*) AS n FROM mail_outbox WHERE status = ?',
   )
-  const readPage = reader.transaction((request: ListRequest, status: MailStatus | undefined) => {
+  const readPage = store.snapshot((request: ListRequest, status: MailStatus | undefined) => {
     const direction = directionOf(request, 'newest')
     return status === undefined
       ? { data: page[direction].all(request.limit, request.offset), total: total.get()?.n ?? 0 }

@@ -270,7 +270,7 @@ export function createSqliteOutboundRows(store: Store): OutboundRows & {
       }),
     pageEndpoints: (request: ListRequest) =>
       settle(
-        reader.transaction(() => ({
+        store.snapshot(() => ({
           data: endpointPage[directionOf(request, 'oldest')]
             .all(request.limit, request.offset)
             .map(recordOf),

@@ -69,7 +69,7 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
        department = excluded.department, manager_id = excluded.manager_id`,
   )
   const groupsOf = membersByOwner(reader, 'user_id')
-  const list = reader.transaction((query: ScimUserQuery) => {
+  const list = store.snapshot((query: ScimUserQuery) => {
     const params: SQLQueryBindings[] = []
     const where = conditionSql(query.where, sqliteDialect(params))
     const total =
@@ -94,7 +94,7 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
      FROM user_profiles WHERE user_id IN (SELECT value FROM json_each(?))`,
   )
   const groupMembers = membersByOwner(reader, 'group_id')
-  const groupList = reader.transaction((query: ScimGroupQuery) => {
+  const groupList = store.snapshot((query: ScimGroupQuery) => {
     const params: SQLQueryBindings[] = []
     const where = conditionSql(query.where, sqliteDialect(params))
     const total =

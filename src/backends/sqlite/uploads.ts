@@ -47,7 +47,7 @@ export function createSqliteUploadRecords(
       `SELECT * FROM uploads ORDER BY created_at ${direction}, rowid ${direction} LIMIT ? OFFSET ?`,
     ),
   )
-  const readPage = reader.transaction((page: ListRequest) => ({
+  const readPage = store.snapshot((page: ListRequest) => ({
     data: inOrder[directionOf(page, 'newest')]
       .all(page.limit, page.offset)
       .map((row) => uploadOfRow(row, filesOf.all(row.id))),

@@ -132,8 +132,9 @@ export function createSqliteUserRows(
     }
     return rows as User[]
   }
-  // One read transaction: the page and the total are one snapshot, and WAL bookkeeping is paid once.
-  const readPage = sqlite.transaction((request: PageRequest) => ({
+  // One snapshot: the page and the total agree, and SQLite's read lock is taken once (or not at
+  // all, when this turn's reads already hold it: connection.ts's `snapshot`).
+  const readPage = store.snapshot((request: PageRequest) => ({
     data: withGroupsOf(page.all(request.limit, request.offset)),
     total: total.get()?.n ?? 0,
   }))
@@ -200,7 +201,7 @@ export function createSqliteUserRows(
     writer.prepare<unknown, [number]>('DELETE FROM users WHERE id = ?'),
   )
   const searches = new SearchStatements(sqlite)
-  const readSearch = sqlite.transaction((request: Parameters<UserRows['search']>[0]) => {
+  const readSearch = store.snapshot((request: Parameters<UserRows['search']>[0]) => {
     const filters = searchFilters(request.filters)
     const result = runSearch(request, (step) => searches.read(filters, request.sort, step))
     return { ...result, data: withGroupsOf(result.data) }
