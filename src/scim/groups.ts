@@ -170,9 +170,12 @@ export class ScimGroups {
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.group.version,
-      (current, accepted) => {
+      async (current, accepted) => {
         const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
-        return this.replace(id, input, accepted, by)
+        // As for Users: a PATCH that changes nothing writes nothing (an `add` of a member the
+        // group has already, Okta's habit on each push, among them).
+        if (accepted.length > 0 && changesNothing(current, input)) return current
+        return await this.replace(id, input, accepted, by)
       },
       versions,
     )
@@ -188,6 +191,17 @@ export class ScimGroups {
     if (group === null) throw new AppError('NOT_FOUND', 'No group with this id')
     return group
   }
+}
+
+/** Whether storing `input` would leave the group as it is: its name, externalId and members. */
+function changesNothing({ group, externalId }: ScimGroupRow, input: ScimGroupInput): boolean {
+  const wanted = new Set(input.members)
+  return (
+    input.name === group.name &&
+    input.externalId === externalId &&
+    wanted.size === group.members.length &&
+    group.members.every((member) => wanted.has(member))
+  )
 }
 
 /** Adds a member; a value that names no user is 400 invalidValue, not 404. */

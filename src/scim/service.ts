@@ -122,9 +122,12 @@ export class ScimUsers {
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.user.version,
-      (current, accepted) => {
+      async (current, accepted) => {
         const input = readScimUser(applyPatch(toScimUser(current, base), body))
-        return this.replace(id, input, accepted, by)
+        // A PATCH that changes nothing (Entra sends attributes again on each cycle) answers the
+        // user as it is: no write, no new version. A stale If-Match is still 412 (replace).
+        if (accepted.length > 0 && changesNothing(current, input)) return current
+        return await this.replace(id, input, accepted, by)
       },
       versions,
     )
@@ -141,6 +144,23 @@ export class ScimUsers {
     }
     return await this.inputs.hashPassword(password)
   }
+}
+
+/**
+ * Whether storing `input` would leave the user as it is: no password to set, every field and
+ * the profile the same. A user no identity provider has described yet (no stored profile, so
+ * EMPTY_PROFILE itself) gets its profile stored: it is provisioned from then on.
+ */
+function changesNothing({ user, profile }: ScimUserRow, input: ScimUserInput): boolean {
+  return (
+    profile !== EMPTY_PROFILE &&
+    input.password === undefined &&
+    input.name === user.name &&
+    input.email === user.email &&
+    input.username === user.username &&
+    input.active === user.active &&
+    Bun.deepEquals(input.profile, profile, true)
+  )
 }
 
 /** A list's condition when no filter is given. */

@@ -134,6 +134,49 @@ describe('SCIM Groups', () => {
     )
   })
 
+  test('a PATCH that changes nothing (a member added again) writes nothing; a stale If-Match is still 412', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const [a, b] = await people(t, headers, 2)
+    const created = await t.call('POST', '/scim/v2/Groups', {
+      json: {
+        schemas: [GROUP],
+        displayName: 'Sales',
+        externalId: 'okta-1',
+        members: [{ value: a }],
+      },
+      headers,
+    })
+    const id = created.body.id
+    const eventsOf = async () =>
+      (await t.deps.audit.page({ targetType: 'group', targetId: id }, { limit: 100, before: null }))
+        .data.length
+    const eventsBefore = await eventsOf()
+    const patch = (Operations: object[], extra: Record<string, string> = {}) =>
+      t.call('PATCH', `/scim/v2/Groups/${id}`, {
+        json: { schemas: [PATCH], Operations },
+        headers: { ...headers, ...extra },
+      })
+    // Okta pushes the members it knows on each run; Entra replaces displayName with itself.
+    const again = await patch([
+      { op: 'add', path: 'members', value: [{ value: a }] },
+      { op: 'replace', path: 'displayName', value: 'Sales' },
+    ])
+    expect(again.status).toBe(200)
+    expect(again.body.meta.version).toBe(created.body.meta.version)
+    expect(again.headers.get('etag')).toBe(created.headers.get('etag'))
+    expect(await eventsOf()).toBe(eventsBefore)
+    expectScimError(
+      await patch([{ op: 'add', path: 'members', value: [{ value: a }] }], {
+        'if-match': 'W/"999"',
+      }),
+      412,
+    )
+    const grown = await patch([{ op: 'add', path: 'members', value: [{ value: b }] }])
+    expect(grown.body.meta.version).not.toBe(created.body.meta.version)
+    expect(grown.body.members.map((m: { value: string }) => m.value)).toEqual([a, b])
+  })
+
   test('externalId is kept, shown, found and sorted by, replaced by PATCH, forgotten by a PUT without it', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)

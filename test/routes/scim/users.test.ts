@@ -257,6 +257,61 @@ describe('SCIM Users', () => {
     ).toBe(200)
   })
 
+  test('a PATCH that changes nothing writes nothing: the same version, no event; a stale If-Match is still 412', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const created = await t.call('POST', '/scim/v2/Users', { json: barbara, headers })
+    const id = created.body.id
+    const eventsOf = async () =>
+      (await t.deps.audit.page({ targetType: 'user', targetId: id }, { limit: 100, before: null }))
+        .data.length
+    const eventsBefore = await eventsOf()
+    // Entra's cycle: every attribute sent again, as it is.
+    const again = await t.call('PATCH', `/scim/v2/Users/${id}`, {
+      json: {
+        schemas: [PATCH],
+        Operations: [
+          { op: 'Replace', path: 'displayName', value: 'Babs Jensen' },
+          { op: 'Replace', path: 'active', value: 'True' },
+          { op: 'replace', path: 'name.givenName', value: 'Barbara' },
+          { op: 'add', path: `${ENTERPRISE}:department`, value: 'Tour Operations' },
+        ],
+      },
+      headers,
+    })
+    expect(again.status).toBe(200)
+    expect(again.body.meta.version).toBe(created.body.meta.version)
+    expect(again.headers.get('etag')).toBe(created.headers.get('etag'))
+    expect(again.body).toEqual(created.body)
+    expect(await eventsOf()).toBe(eventsBefore)
+    const stale = await t.call('PATCH', `/scim/v2/Users/${id}`, {
+      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: true }] },
+      headers: { ...headers, 'if-match': 'W/"999"' },
+    })
+    expectScimError(stale, 412)
+    // One value that differs is a change, with its new version and its event.
+    const renamed = await t.call('PATCH', `/scim/v2/Users/${id}`, {
+      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'B' }] },
+      headers: { ...headers, 'if-match': created.body.meta.version },
+    })
+    expect(renamed.body.meta.version).not.toBe(created.body.meta.version)
+    expect(await eventsOf()).toBe(eventsBefore + 1)
+  })
+
+  test('a user made outside SCIM is provisioned by its first PATCH, even one that changes no field', async () => {
+    await using t = await makeTestApp()
+    const headers = await scimKey(t)
+    const made = await t.post('/users', { name: 'Outside', email: 'outside@example.com' })
+    const before = await t.deps.scimUsers.provenance(made.body.id)
+    expect(before?.provisioned).toBe(false)
+    const patched = await t.call('PATCH', `/scim/v2/Users/${made.body.id}`, {
+      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: true }] },
+      headers,
+    })
+    expect(patched.status).toBe(200)
+    expect((await t.deps.scimUsers.provenance(made.body.id))?.provisioned).toBe(true)
+  })
+
   test('PATCH of a read-only attribute by path is 400 mutability; a path-less value may echo the id', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
