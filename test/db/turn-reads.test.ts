@@ -6,21 +6,24 @@ import { shareReadsPerTurn, snapshots } from '../../src/backends/sqlite/turn-rea
 import { WriteQueue } from '../../src/backends/sqlite/write-queue'
 import { tempDir } from '../helpers/app'
 
-/** A real database file, a reader sharing its reads per turn, and the group commit ending them. */
-function fixture() {
+/**
+ * A real database file, a reader sharing its reads per turn (as the server's does; not when
+ * `sharedPerTurn` is false, as the CLI's), and the group commit ending them.
+ */
+function fixture(sharedPerTurn = true) {
   const dir = tempDir('roster-turn-')
   const path = join(dir.path, 't.db')
   const writer = new Database(path, { create: true, strict: true })
   writer.run('PRAGMA journal_mode = WAL')
   writer.run('CREATE TABLE t (x INTEGER NOT NULL)')
   const reader = openReader(path)
-  const turnReads = shareReadsPerTurn(reader)
+  const turnReads = sharedPerTurn ? shareReadsPerTurn(reader) : null
   const snapshot = snapshots(reader, turnReads)
   /** Whether the reader held a snapshot at each COMMIT. */
   const heldAtCommit: boolean[] = []
   const queue = new WriteQueue(writer, {
     beforeCommit: () => {
-      turnReads.end()
+      turnReads?.end()
       heldAtCommit.push(reader.inTransaction)
     },
   })
@@ -28,13 +31,14 @@ function fixture() {
   const count = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM t')
   return {
     path,
+    writer,
     reader,
     snapshot,
     heldAtCommit,
     add: (x: number) => queue.run(() => insert.run(x)),
     count: () => count.get()?.n,
     [Symbol.dispose]() {
-      turnReads.end()
+      turnReads?.end()
       reader.close()
       writer.close()
       dir[Symbol.dispose]()
@@ -117,26 +121,17 @@ describe('reads shared per turn of the event loop', () => {
 
 describe('snapshots where reads are not shared (the CLI)', () => {
   test('a snapshot is a transaction of its own, begun before its first read and ended after it', () => {
-    using dir = tempDir('roster-turn-')
-    const path = join(dir.path, 't.db')
-    const writer = new Database(path, { create: true, strict: true })
-    writer.run('PRAGMA journal_mode = WAL')
-    writer.run('CREATE TABLE t (x INTEGER NOT NULL)')
-    const reader = openReader(path)
-    const count = reader.query<{ n: number }, []>('SELECT count(*) AS n FROM t')
+    using f = fixture(false)
     const seen: unknown[] = []
-    const snapshot = snapshots(reader, null)
-    const read = snapshot(() => {
-      seen.push(reader.inTransaction, count.get()?.n)
+    const read = f.snapshot(() => {
+      seen.push(f.reader.inTransaction, f.count())
       // Another connection's commit inside the snapshot is not seen by its later reads.
-      writer.run('INSERT INTO t (x) VALUES (1)')
-      seen.push(count.get()?.n)
+      f.writer.run('INSERT INTO t (x) VALUES (1)')
+      seen.push(f.count())
     })
     read()
     expect(seen).toEqual([true, 0, 0])
-    expect(reader.inTransaction).toBe(false)
-    expect(count.get()?.n).toBe(1)
-    reader.close()
-    writer.close()
+    expect(f.reader.inTransaction).toBe(false)
+    expect(f.count()).toBe(1)
   })
 })
