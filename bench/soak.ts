@@ -2,8 +2,8 @@
 // --seconds (600 by default; CI runs 30), sampling the server's RSS four times a second (each
 // 10 s window reports its lowest sample: the floor a leak would raise). Passes when no answer
 // is an error, the RSS floor at the end has not grown past the floor early in the run by more
-// than 10 % plus an argon2id working set per hash that may run at once (ARGON2_RETAINED_MB), and the p99 of the last
-// window is within 2× of a typical window's. Sign-ins rotate over SIGNERS
+// than 10 % plus an argon2id working set per hash that may run at once (ARGON2_RETAINED_MB),
+// and the p99 of the last window is within 2× of a typical window's. Sign-ins rotate over SIGNERS
 // accounts, as a real load's come from many people: the login limiter lets at most 10 password
 // checks for one address run at once (CONTRACT section 11), so one account signing in five times
 // a second, each check queued a second or two behind argon2 on two cores, would be throttled

@@ -170,12 +170,10 @@ export class ScimGroups {
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.group.version,
-      async (current, accepted) => {
-        const input = readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body))
-        // As for Users: a PATCH that changes nothing writes nothing (an `add` of a member the
-        // group has already, Okta's habit on each push, among them).
-        if (accepted.length > 0 && changesNothing(current, input)) return current
-        return await this.replace(id, input, accepted, by)
+      {
+        apply: (current) => readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body)),
+        changesNothing,
+        store: (input, accepted) => this.replace(id, input, accepted, by),
       },
       versions,
     )

@@ -132,25 +132,39 @@ function canonicalKeys(value: unknown): unknown {
 /** How often a PATCH without If-Match reads again when another write came between. */
 const PATCH_ATTEMPTS = 3
 
+/** What a PATCH makes of the resource it read, and how it is stored. */
+export interface PatchSteps<R, I> {
+  /** The resource as the PatchOp leaves it, read as a PUT body would be. */
+  apply(current: R): I
+  /** Whether storing `input` would leave `current` as it is. */
+  changesNothing(current: R, input: I): boolean
+  /** Stores `input` on the condition that the record is still one of the `accepted` versions. */
+  store(input: I, accepted: readonly number[]): Promise<R>
+}
+
 /**
- * A PATCH's read-modify-write: `write` stores what it made of the resource read, on the
- * condition that the record is still the version read. A write that came between is read
- * again (a PATCH names changes, not a whole resource), unless the client named its version
- * with If-Match: then it is 412. null when there is no such resource.
+ * A PATCH's read-modify-write: stores what it made of the resource read, on the condition that
+ * the record is still the version read. A write that came between is read again (a PATCH names
+ * changes, not a whole resource), unless the client named its version with If-Match: then it
+ * is 412. A PATCH that changes nothing (Entra sends attributes again on each cycle, Okta adds
+ * members a group has) answers the resource as it is: no write, no new version, no event; a
+ * stale If-Match is still 412. null when there is no such resource.
  */
-export async function patchOnVersionRead<R, T>(
+export async function patchOnVersionRead<R, I>(
   read: () => Promise<R | null>,
   versionOf: (current: R) => number,
-  write: (current: R, accepted: readonly number[]) => Promise<T>,
+  steps: PatchSteps<R, I>,
   versions: readonly number[] | null,
-): Promise<T | null> {
+): Promise<R | null> {
   for (let attempt = 1; ; attempt++) {
     const current = await read()
     if (current === null) return null
     const version = versionOf(current)
     const accepted = versions === null ? [version] : versions.filter((v) => v === version)
+    const input = steps.apply(current)
+    if (accepted.length > 0 && steps.changesNothing(current, input)) return current
     try {
-      return await write(current, accepted)
+      return await steps.store(input, accepted)
     } catch (error) {
       const raced =
         error instanceof AppError &&

@@ -122,12 +122,10 @@ export class ScimUsers {
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.user.version,
-      async (current, accepted) => {
-        const input = readScimUser(applyPatch(toScimUser(current, base), body))
-        // A PATCH that changes nothing (Entra sends attributes again on each cycle) answers the
-        // user as it is: no write, no new version. A stale If-Match is still 412 (replace).
-        if (accepted.length > 0 && changesNothing(current, input)) return current
-        return await this.replace(id, input, accepted, by)
+      {
+        apply: (current) => readScimUser(applyPatch(toScimUser(current, base), body)),
+        changesNothing,
+        store: (input, accepted) => this.replace(id, input, accepted, by),
       },
       versions,
     )
