@@ -133,7 +133,7 @@ export function createSqliteUserRows(
     return rows as User[]
   }
   // One snapshot: the page and the total agree, and SQLite's read lock is taken once (or not at
-  // all, when this turn's reads already hold it: connection.ts's `snapshot`).
+  // all, when this turn's reads already hold it: turn-reads.ts's `snapshots`).
   const readPage = store.snapshot((request: PageRequest) => ({
     data: withGroupsOf(page.all(request.limit, request.offset)),
     total: total.get()?.n ?? 0,
