@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { makeTestApp, type TestApp } from '../../helpers/app'
-import { expectScimError, GROUP, PATCH, scimKey, USER } from './helpers'
+import { eventCount, expectScimError, GROUP, PATCH, scimKey, USER } from './helpers'
 
 async function people(t: TestApp, headers: Record<string, string>, count: number) {
   const ids: string[] = []
@@ -148,9 +148,7 @@ describe('SCIM Groups', () => {
       headers,
     })
     const id = created.body.id
-    const eventsOf = async () =>
-      (await t.deps.audit.page({ targetType: 'group', targetId: id }, { limit: 100, before: null }))
-        .data.length
+    const eventsOf = () => eventCount(t, 'group', id)
     const eventsBefore = await eventsOf()
     const patch = (Operations: object[], extra: Record<string, string> = {}) =>
       t.call('PATCH', `/scim/v2/Groups/${id}`, {

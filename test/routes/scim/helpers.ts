@@ -37,3 +37,9 @@ export function expectScimError(
   expect(typeof reply.body.detail).toBe('string')
   return reply.body
 }
+
+/** How many audit events name this target (at most 100: the tests' resources have a few). */
+export async function eventCount(t: TestApp, targetType: 'user' | 'group', targetId: string) {
+  const page = await t.deps.audit.page({ targetType, targetId }, { limit: 100, before: null })
+  return page.data.length
+}

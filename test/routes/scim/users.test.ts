@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../../src/audit/events'
 import { makeTestApp } from '../../helpers/app'
 import { PASSWORD } from '../../helpers/auth'
-import { ENTERPRISE, expectScimError, PATCH, scimKey, USER } from './helpers'
+import { ENTERPRISE, eventCount, expectScimError, PATCH, scimKey, USER } from './helpers'
 
 const barbara = {
   schemas: [USER, ENTERPRISE],
@@ -262,9 +262,7 @@ describe('SCIM Users', () => {
     const headers = await scimKey(t)
     const created = await t.call('POST', '/scim/v2/Users', { json: barbara, headers })
     const id = created.body.id
-    const eventsOf = async () =>
-      (await t.deps.audit.page({ targetType: 'user', targetId: id }, { limit: 100, before: null }))
-        .data.length
+    const eventsOf = () => eventCount(t, 'user', id)
     const eventsBefore = await eventsOf()
     // Entra's cycle: every attribute sent again, as it is.
     const again = await t.call('PATCH', `/scim/v2/Users/${id}`, {
