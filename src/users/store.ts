@@ -287,8 +287,8 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
       // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
       await memberships.leaveAll(id, now().toISOString())
+      // Its sessions and tokens go with its row: ON DELETE CASCADE on both databases.
       const removed = await users.remove(id, guard)
-      await credentials.revokeAllForUser(id)
       const changes = changedFields(removed, null, AUDITED_FIELDS)
       await audit.record(by, { action: 'user.deleted', target: userTarget(id), changes })
     },

@@ -3,6 +3,7 @@ import { SYSTEM } from '../../src/audit/events'
 import type { User, UserRecord } from '../../src/users/records'
 import type { Cursor, SearchRequest, UserSort } from '../../src/users/search'
 import type { UserStore } from '../../src/users/store'
+import { dbQuery } from '../helpers/app'
 import { codeOf, twoInstances } from '../helpers/stores'
 
 /** A counted search in id order from the first row, with what a case changes. */
@@ -297,7 +298,7 @@ describe('users store contract (two instances where the backend is shared)', () 
     }
   })
 
-  test('a name change leaves them; a deletion ends them', async () => {
+  test('a name change leaves them; a deletion ends them, and its rows go with the user', async () => {
     await using env = await twoInstances()
     const user = await env.a.users.create(
       {
@@ -313,6 +314,11 @@ describe('users store contract (two instances where the backend is shared)', () 
     await env.b.users.remove(user.id, { versions: null }, SYSTEM)
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
     expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+    // The database's cascade removes them, not a lookup that no longer finds their user.
+    for (const table of ['sessions', 'access_tokens']) {
+      const rows = await dbQuery(env.a, `SELECT id FROM ${table} WHERE user_id = ${user.id}`)
+      expect(rows).toEqual([])
+    }
   })
 
   test('inside a unit of work a password change revokes too, and a failing unit keeps both', async () => {
