@@ -361,8 +361,10 @@ function comparison(attribute: Attribute, op: CompareOp, raw: unknown, path: str
       return { kind: 'compare', attribute, op, value: Number(text) }
     }
     default: {
-      if (typeof raw === 'object') throw invalidComparison(path, op, raw)
-      const value = String(raw)
+      // A number or a boolean is never identical to a string (RFC 7644 §3.4.2.2: `eq` asks
+      // for identical values), so it is refused as docs/scim.md says, not compared as text.
+      if (typeof raw !== 'string') throw invalidComparison(path, op, raw)
+      const value = raw
       // Nothing roster stores holds one, and PostgreSQL's text cannot hold U+0000 at all.
       if (CONTROL_CHARACTER.test(value)) {
         throw scimBadRequest(

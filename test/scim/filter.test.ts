@@ -81,6 +81,9 @@ describe('SCIM filters', () => {
       'active co true',
       'meta.created sw "2020"',
       'shoeSize eq 4',
+      'name.familyName eq 12',
+      'userName eq true',
+      'emails[value eq 1]',
       'emails[shoe eq "x"]',
       'name[givenName eq "x"]',
     ]) {
@@ -92,5 +95,6 @@ describe('SCIM filters', () => {
     })
     expect(parseGroupFilter('members[value eq "12"]')).toMatchObject({ kind: 'anyMember' })
     expect(parseGroupFilter('id eq "abc"')).toEqual({ kind: 'none' })
+    expect(() => parseGroupFilter('displayName eq 7')).toThrow()
   })
 })

@@ -181,7 +181,7 @@ describe('SCIM Users', () => {
     }
   })
 
-  test('a filter that cannot be parsed, or names what roster lacks, is 400 invalidFilter', async () => {
+  test('a filter that cannot be parsed, names what roster lacks or compares a value of the wrong type is 400 invalidFilter', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
     for (const filter of [
@@ -191,6 +191,8 @@ describe('SCIM Users', () => {
       'shoeSize eq "x"',
       'active gt true',
       'meta.created gt "yesterday"',
+      'name.familyName eq 12',
+      'userName eq true',
       'a'.repeat(10_000),
       `${'('.repeat(5000)}userName eq "a"${')'.repeat(5000)}`,
       `${'not ('.repeat(300)}userName eq "a"${')'.repeat(300)}`,
