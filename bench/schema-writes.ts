@@ -13,13 +13,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { median } from './lib/process'
+import { BINARY } from './lib/roster'
 
 const { values: args, positionals } = parseArgs({
   args: Bun.argv.slice(2),
   allowPositionals: true,
   options: { rounds: { type: 'string', default: '7' } },
 })
-const [beforeBinary, afterBinary = join(import.meta.dir, '..', 'dist/roster')] = positionals
+const [beforeBinary, afterBinary = BINARY] = positionals
 if (beforeBinary === undefined) throw new Error('usage: bun bench/schema-writes.ts BEFORE [AFTER]')
 
 const SEEDED = 10_000
@@ -27,8 +28,18 @@ const BATCH = 18
 const BATCHES = 300
 const NOW = '2026-01-01T00:00:00.000Z'
 // The columns a user record is read with, where the schema has them (users.ts's RECORD_COLUMNS).
-const RECORD = ['id', 'name', 'email', 'username', 'active', 'created_at', 'updated_at', 'role']
-const RECORD_TAIL = ['email_verified_at', 'version']
+const RECORD = [
+  'id',
+  'name',
+  'email',
+  'username',
+  'active',
+  'created_at',
+  'updated_at',
+  'role',
+  'email_verified_at',
+  'version',
+]
 
 interface Schema {
   label: string
@@ -46,19 +57,17 @@ try {
     after,
     { ...after, label: 'after, foreign keys off', foreignKeys: false },
   ]
-  const times = new Map(
-    schemas.map((s) => [s.label, { insert: [] as number[], remove: [] as number[] }]),
-  )
+  const runs = schemas.map((schema) => ({ schema, insert: [] as number[], remove: [] as number[] }))
   for (let round = 0; round < Number(args.rounds); round++) {
-    for (const schema of schemas) {
-      const measured = timeWrites(schema)
-      times.get(schema.label)?.insert.push(measured.insert)
-      times.get(schema.label)?.remove.push(measured.remove)
+    for (const run of runs) {
+      const measured = timeWrites(run.schema)
+      run.insert.push(measured.insert)
+      run.remove.push(measured.remove)
     }
   }
   console.log(`| schema | INSERT µs | DELETE µs |\n|---|---|---|`)
-  for (const [label, t] of times) {
-    console.log(`| ${label} | ${median(t.insert).toFixed(2)} | ${median(t.remove).toFixed(2)} |`)
+  for (const { schema, insert, remove } of runs) {
+    console.log(`| ${schema.label} | ${median(insert).toFixed(2)} | ${median(remove).toFixed(2)} |`)
   }
 } finally {
   rmSync(work, { recursive: true, force: true })
@@ -90,7 +99,7 @@ async function migrated(label: string, binary: string): Promise<Schema> {
     updated_at: '?3',
   }
   const names = Object.keys(values).filter((c) => columns.has(c))
-  const returning = [...RECORD, ...RECORD_TAIL].filter((c) => columns.has(c))
+  const returning = RECORD.filter((c) => columns.has(c))
   const insert = `INSERT INTO users (${names.join(', ')}) VALUES (${names.map((c) => values[c]).join(', ')})`
   const seed = db.query<unknown, [string, string, string]>(insert)
   db.transaction(() => {
