@@ -184,8 +184,9 @@ export class ScimError extends AppError {
     errorCode: ErrorCode,
     readonly scimType: ScimType | null,
     message: string,
+    details?: ErrorDetail[],
   ) {
-    super(errorCode, message)
+    super(errorCode, message, details)
   }
 }
 

@@ -2,9 +2,11 @@ import { fieldDetail } from '../errors/details'
 import {
   badRequest,
   payloadTooLarge,
+  ScimError,
   unsupportedMediaType,
   validationFailed,
 } from '../errors/errors'
+import { isPrototypeKey } from '../own-keys'
 
 /** JSON bodies larger than this are refused with 413 before they are read in full. */
 export const MAX_JSON_BYTES = 1024 * 1024
@@ -49,12 +51,7 @@ export function jsonBody(
     requireUtf8Charset(request.headers.get('content-type'))
     text ??= await readText(request, MAX_JSON_BYTES)
     if (text.trim() === '') throw badRequest('The request body is empty; send a JSON object')
-    const value = parseJsonObject(text)
-    // JSON.parse makes `__proto__` an own key, and TypeBox's unknown-field check skips it.
-    if (Object.hasOwn(value, '__proto__')) {
-      throw validationFailed([fieldDetail('__proto__', 'is not a known field')])
-    }
-    return value
+    return parseJsonObject(text)
   }
 }
 
@@ -70,8 +67,11 @@ export function mediaTypeOf(request: Request, contentType: string): string {
 
 /**
  * A JSON object from text: BAD_REQUEST when it is not JSON, VALIDATION_ERROR when it is not an
- * object or when one of its objects gives a key twice (JSON.parse would keep the last one
- * silently, and a reader that keeps the first would see another request).
+ * object, when one of its objects gives a key twice (JSON.parse would keep the last one
+ * silently, and a reader that keeps the first would see another request), or when a key at any
+ * depth is `__proto__`, `constructor` or `prototype` (JSON.parse makes them own keys, TypeBox's
+ * unknown-field check skips `__proto__`, and any merge or patch downstream would follow them
+ * into a prototype: CONTRACT section 17). Under /scim/v2 the last is SCIM's `invalidPath`.
  */
 export function parseJsonObject(text: string): Record<string, unknown> {
   let value: unknown
@@ -83,11 +83,24 @@ export function parseJsonObject(text: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw validationFailed([fieldDetail('body', 'must be a JSON object', value)])
   }
-  const repeated = duplicateKey(text)
-  if (repeated !== null) {
-    throw validationFailed([fieldDetail(repeated, 'is given more than once in the same object')])
+  const problem = keyProblem(text)
+  if (problem?.kind === 'prototype') throw prototypeKeyRefused(problem.path)
+  if (problem !== null) {
+    throw validationFailed([
+      fieldDetail(problem.path, 'is given more than once in the same object'),
+    ])
   }
   return value as Record<string, unknown>
+}
+
+/** The answer to a key that leads into a prototype: 422 (SCIM: 400 invalidPath), naming it. */
+export function prototypeKeyRefused(path: string): ScimError {
+  return new ScimError(
+    'VALIDATION_ERROR',
+    'invalidPath',
+    'The request names a key no object may have',
+    [fieldDetail(path, 'is not a name a field may have (__proto__, constructor, prototype)')],
+  )
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -123,12 +136,28 @@ interface Scope {
   expectKey: boolean
 }
 
+/** A key of a JSON text that is refused: given twice in one object, or leading to a prototype. */
+export interface KeyProblem {
+  kind: 'repeated' | 'prototype'
+  /** Where it is: `email`, `address.city`, `items.0.name`. */
+  path: string
+}
+
 /**
  * The path (`email`, `address.city`, `items.0.name`) of the first key given twice in one
- * object of `text`, which must be valid JSON; null when there is none. One pass, jumping from
- * quote to quote inside strings, so a 1 MiB body costs about a millisecond.
+ * object of `text`, which must be valid JSON; null when there is none.
  */
 export function duplicateKey(text: string): string | null {
+  const problem = keyProblem(text)
+  return problem?.kind === 'repeated' ? problem.path : null
+}
+
+/**
+ * The first refused key of `text`, which must be valid JSON: one given twice in one object, or
+ * one of `__proto__`, `constructor`, `prototype` at any depth; null when there is none. One
+ * pass, jumping from quote to quote inside strings, so a 1 MiB body costs about a millisecond.
+ */
+export function keyProblem(text: string): KeyProblem | null {
   const scopes: Scope[] = []
   let top: Scope | undefined
   const childPath = () =>
@@ -140,7 +169,9 @@ export function duplicateKey(text: string): string | null {
       if (top?.keys && top.expectKey) {
         const raw = text.slice(i, end + 1)
         const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1)
-        if (top.keys.has(key)) return top.path === '' ? key : `${top.path}.${key}`
+        const path = top.path === '' ? key : `${top.path}.${key}`
+        if (isPrototypeKey(key)) return { kind: 'prototype', path }
+        if (top.keys.has(key)) return { kind: 'repeated', path }
         top.keys.add(key)
         top.at = key
         top.expectKey = false

@@ -1,6 +1,7 @@
 import type { Context } from 'elysia'
 import { Elysia } from 'elysia'
 import { tidyCorsHeaders } from './cors'
+import { refusePrototypeQueryKeys } from './query'
 import { assignRequestContext } from './request-context'
 import { refuseUndecodablePath } from './unrouted'
 
@@ -10,7 +11,7 @@ export type RequestStep = (request: Request, set: Context['set'], server: Contex
 /**
  * The per-request work every route shares, in one onRequest hook: time the request, give it
  * its id and API version, tidy what the CORS plugin set, mark a credentialed answer no-store,
- * then the host check (open mode), the rate limit, a path that cannot be decoded and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
+ * then the host check (open mode), the rate limit, a path that cannot be decoded, a query naming a prototype key and the CSRF check, which may refuse it. One hook instead of five: each hook is a call and a check in
  * Elysia's generated handler. Registered after the CORS plugin (whose own hook must run
  * before the tidying); nothing before it can fail, so every answer carries the id.
  *
@@ -36,6 +37,7 @@ export function requestPipeline(steps: {
       markPrivate(request, set, null)
       refuseForeignHost(request, set, null)
       refuseUndecodablePath(request)
+      refusePrototypeQueryKeys(request)
       refuseCrossSite(request, set, null)
     })
   }
@@ -47,6 +49,7 @@ export function requestPipeline(steps: {
     refuseForeignHost(request, set, server)
     limitRate(request, set, server)
     refuseUndecodablePath(request)
+    refusePrototypeQueryKeys(request)
     refuseCrossSite(request, set, server)
   })
 }

@@ -1,5 +1,6 @@
 import { fieldDetail } from '../errors/details'
-import { type ErrorDetail, validationFailed } from '../errors/errors'
+import { type ErrorDetail, ScimError, validationFailed } from '../errors/errors'
+import { reachesPrototype } from '../own-keys'
 import { hasControlCharacter } from './control-characters'
 
 const DIGITS = /^[0-9]+$/
@@ -90,4 +91,35 @@ export class QueryReader {
   assertValid(): void {
     if (this.problems.length > 0) throw validationFailed(this.problems)
   }
+}
+
+/**
+ * Refuses a query whose parameter names lead into a prototype (`?__proto__[x]=1`,
+ * `?filter[constructor]=…`, percent-encoded or not): no route has such a parameter, and a
+ * reader that turns names into nested objects would follow them (CONTRACT section 17).
+ * Values are not names and may hold any text. Most queries name none of these words, so the
+ * common path is one scan of the raw query. Checked before routing, like a path that cannot be
+ * decoded, so the answer is the same 400 on every path (SCIM's invalidPath under /scim/v2).
+ */
+export function refusePrototypeQueryKeys(request: Request): void {
+  const url = request.url
+  const start = url.indexOf('?')
+  if (start === -1) return
+  const query = url.slice(start + 1)
+  if (!/proto|constructor|%/i.test(query)) return
+  let params: URLSearchParams
+  try {
+    params = new URLSearchParams(query)
+  } catch {
+    return
+  }
+  for (const name of params.keys()) {
+    if (reachesPrototype(name)) throw prototypeQueryKeyRefused(name)
+  }
+}
+
+function prototypeQueryKeyRefused(name: string): ScimError {
+  return new ScimError('BAD_REQUEST', 'invalidPath', 'The query names a parameter no route has', [
+    fieldDetail(name, 'is not a name a parameter may have (__proto__, constructor, prototype)'),
+  ])
 }

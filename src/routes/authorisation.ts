@@ -243,9 +243,14 @@ export function guardOf(
   // A read open to everyone reads no credential at all: nothing it answers depends on one.
   const openRead = rule.anonymous === 'open' && mode === 'open' && /^(GET|HEAD) /.test(operation)
   if (rule.schemes.length === 0 || openRead) return { hook: {}, security }
-  const auth = anonymous
-    ? { schemes: rule.schemes, optional: true }
-    : { schemes: rule.schemes, rule }
+  // Without a prototype and frozen: nothing added to Object.prototype (or later to this
+  // object) can make a required credential optional.
+  const auth: AuthRequirement = Object.freeze(
+    Object.assign(
+      Object.create(null),
+      anonymous ? { schemes: rule.schemes, optional: true } : { schemes: rule.schemes, rule },
+    ),
+  )
   return { hook: { auth }, security }
 }
 
@@ -287,7 +292,8 @@ export function authorise(principal: Principal, rule: Rule): void {
 
 /** The scopes a key needs for the rule: none, one, or two. */
 function scopesOf(rule: Rule): Scope[] {
-  return [rule.scope, rule.alsoScope].filter((scope): scope is Scope => scope != null)
+  const also = Object.hasOwn(rule, 'alsoScope') ? rule.alsoScope : undefined
+  return [rule.scope, also].filter((scope): scope is Scope => scope != null)
 }
 
 /**

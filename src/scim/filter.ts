@@ -1,5 +1,6 @@
 import { type Filter, parse } from 'scim2-parse-filter'
 import { scimBadRequest } from '../errors/errors'
+import { ownValue, reachesPrototype } from '../own-keys'
 import { attributeKey, ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA } from './names'
 
 /**
@@ -219,7 +220,29 @@ export function parseTree(filter: string): Filter {
   if (countNodes(tree) > MAX_NODES) {
     throw scimBadRequest('invalidFilter', `A filter may hold at most ${MAX_NODES} expressions`)
   }
+  const reaching = attributePaths(tree).find(reachesPrototype)
+  if (reaching !== undefined) {
+    throw scimBadRequest(
+      'invalidFilter',
+      `The filter names ${JSON.stringify(reaching)}, which no schema defines`,
+    )
+  }
   return tree
+}
+
+/** Every attribute path a filter names, value paths' inner ones included. */
+export function attributePaths(tree: Filter): string[] {
+  switch (tree.op) {
+    case 'and':
+    case 'or':
+      return tree.filters.flatMap(attributePaths)
+    case 'not':
+      return attributePaths(tree.filter)
+    case '[]':
+      return [tree.attrPath, ...attributePaths(tree.valFilter)]
+    default:
+      return [tree.attrPath]
+  }
 }
 
 function countNodes(tree: Filter): number {
@@ -302,7 +325,7 @@ function schemasComparison(resource: Resource, op: CompareOp, value: unknown, pa
   if (typeof value !== 'string' || (op !== 'eq' && op !== 'ne')) {
     throw invalidComparison(path, op, value)
   }
-  const matched = resource.schemas[value.toLowerCase()] ?? NOTHING
+  const matched = ownValue(resource.schemas, value.toLowerCase()) ?? NOTHING
   return op === 'eq' ? matched : ({ kind: 'not', part: matched } as Condition)
 }
 
@@ -316,11 +339,14 @@ function onAttribute(
   const key = attributeKey(path)
   const { multi } = resource
   if (inside === null && (key === multi.name || key.startsWith(`${multi.name}.`))) {
-    const field = multi.fields[key === multi.name ? 'value' : key.slice(multi.name.length + 1)]
+    const field = ownValue(
+      multi.fields,
+      key === multi.name ? 'value' : key.slice(multi.name.length + 1),
+    )
     if (field === undefined) throw unknownAttribute(path)
     return { kind: multi.kind, where: make(field) }
   }
-  const attribute = (inside ?? resource.attributes)[key]
+  const attribute = ownValue(inside ?? resource.attributes, key)
   if (attribute === undefined) throw unknownAttribute(path)
   return make(attribute)
 }

@@ -171,7 +171,8 @@ export class ScimGroups {
       () => this.get(id),
       (current) => current.group.version,
       {
-        apply: (current) => readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body)),
+        apply: (current) =>
+          readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body, 'group')),
         changesNothing,
         store: (input, accepted) => this.replace(id, input, accepted, by),
       },

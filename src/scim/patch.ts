@@ -1,5 +1,6 @@
 import { type ScimPatchOperation, type ScimResource, scimPatch } from 'scim-patch'
 import { AppError, ScimError, type ScimType, scimBadRequest } from '../errors/errors'
+import { checkPatchPath, type ScimResourceType } from './attributes'
 import { attributeKey, attributeValue, ENTERPRISE_SCHEMA, PATCH_SCHEMA } from './names'
 
 /** The names PATCH paths and values may use, by their lower-cased form, as roster writes them. */
@@ -36,13 +37,16 @@ const MAX_OPERATIONS = 100
 /**
  * Applies a PatchOp (RFC 7644 section 3.5.2) to a resource as roster shows it, with
  * scim-patch: `add`, `remove`, `replace` in any case, with or without `path`, value paths
- * (`emails[type eq "work"].value`, `members[value eq "2"]`). Attribute names in paths and in
- * a path-less value are matched without regard to case first. The caller reads the result as
- * it reads a PUT body, so a patched resource meets the same rules as a replaced one.
+ * (`emails[type eq "work"].value`, `members[value eq "2"]`). Every path, and every key of a
+ * path-less value, is first checked against the resource type's schema (scim/attributes.ts:
+ * 400 invalidPath for a name it does not define); names are then matched without regard to
+ * case. The caller reads the result as it reads a PUT body, so a patched resource meets the
+ * same rules as a replaced one.
  */
 export function applyPatch(
   resource: Record<string, unknown>,
   body: Record<string, unknown>,
+  type: ScimResourceType,
 ): Record<string, unknown> {
   const schemas = attributeValue(body, 'schemas')
   if (!Array.isArray(schemas) || !schemas.includes(PATCH_SCHEMA)) {
@@ -55,7 +59,9 @@ export function applyPatch(
   if (operations.length > MAX_OPERATIONS) {
     throw scimBadRequest('tooMany', `A PATCH may hold at most ${MAX_OPERATIONS} operations`)
   }
-  const normalised = operations.map(normaliseOperation)
+  const normalised = operations.map((operation, index) =>
+    normaliseOperation(operation, index, type),
+  )
   try {
     const patched: unknown = scimPatch(
       structuredClone(resource) as unknown as ScimResource,
@@ -76,7 +82,11 @@ export function applyPatch(
   }
 }
 
-function normaliseOperation(operation: unknown, index: number): ScimPatchOperation {
+function normaliseOperation(
+  operation: unknown,
+  index: number,
+  type: ScimResourceType,
+): ScimPatchOperation {
   if (typeof operation !== 'object' || operation === null || Array.isArray(operation)) {
     throw scimBadRequest('invalidSyntax', `Operations[${index}] must be an object`)
   }
@@ -89,6 +99,10 @@ function normaliseOperation(operation: unknown, index: number): ScimPatchOperati
   if (path !== undefined && (typeof path !== 'string' || path.trim() === '')) {
     throw scimBadRequest('invalidPath', `Operations[${index}].path must be an attribute path`)
   }
+  if (path !== undefined) checkPatchPath(path, type)
+  if (path === undefined && isPlainObject(value)) {
+    for (const key of Object.keys(value)) checkPatchPath(key, type)
+  }
   if (path === undefined && op.toLowerCase() === 'remove') {
     throw scimBadRequest('noTarget', `Operations[${index}] removes without a path`)
   }
@@ -100,6 +114,10 @@ function normaliseOperation(operation: unknown, index: number): ScimPatchOperati
     ...(path === undefined ? {} : { path: canonicalPath(path) }),
     ...(value === undefined ? {} : { value: path === undefined ? canonicalKeys(value) : value }),
   } as ScimPatchOperation
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** `Name.GivenName` → `name.givenName`; names inside a value filter and URNs are kept. */

@@ -123,7 +123,7 @@ export class ScimUsers {
       () => this.get(id),
       (current) => current.user.version,
       {
-        apply: (current) => readScimUser(applyPatch(toScimUser(current, base), body)),
+        apply: (current) => readScimUser(applyPatch(toScimUser(current, base), body, 'user')),
         changesNothing,
         store: (input, accepted) => this.replace(id, input, accepted, by),
       },

@@ -106,6 +106,7 @@ const LAYERS = {
       'timers',
       'text',
       'build-info',
+      'own-keys',
     ],
     uses: [],
   },

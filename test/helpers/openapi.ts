@@ -90,9 +90,10 @@ export class DocumentChecker {
         : `${where}: no SCIM operation, and not a refusal`
     }
     if (operation === undefined) {
-      // Refusals made before routing (rate limit 429, CSRF 403, a foreign Host 421) can meet
-      // any method and path.
+      // Refusals made before routing (rate limit 429, CSRF 403, a foreign Host 421, a query
+      // naming a prototype key 400) can meet any method and path.
       if (
+        answer.status !== 400 &&
         answer.status !== 404 &&
         answer.status !== 405 &&
         answer.status !== 429 &&

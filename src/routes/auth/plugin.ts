@@ -34,12 +34,13 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
     set: Context['set'],
     ipOf: () => string,
   ) => {
-    if (result.principal === null && requirement.optional !== true) {
+    // Read as own properties only: a decision to let a caller in must never come from a
+    // property something put on Object.prototype (CONTRACT section 17).
+    if (result.principal === null && !isOptional(requirement)) {
       throw unauthorized(requirement.schemes, 'This route needs credentials')
     }
-    if (result.principal !== null && requirement.rule !== undefined) {
-      authorise(result.principal, requirement.rule)
-    }
+    const rule = Object.hasOwn(requirement, 'rule') ? requirement.rule : undefined
+    if (result.principal !== null && rule !== undefined) authorise(result.principal, rule)
     setPrincipal(set, result.principal, ipOf)
     if (result.renewedSession !== undefined) {
       set.headers['set-cookie'] = sessionCookieHeader(
@@ -66,6 +67,11 @@ export function authPlugin(authenticator: Authenticator, config: CookieSecurity)
       }
     },
   })
+}
+
+/** Whether anonymous callers are let through: only when the requirement itself says so. */
+function isOptional(requirement: AuthRequirement): boolean {
+  return Object.hasOwn(requirement, 'optional') && requirement.optional === true
 }
 
 /** Whether the session cookie should carry `Secure`. */

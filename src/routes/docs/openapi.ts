@@ -156,15 +156,20 @@ const errorEnvelope: Json = { $ref: '#/components/schemas/Error' }
  * route documents itself: a fault (500) or a failing database or disk (503) anywhere; a Host
  * that is not roster's while /users is open (421) anywhere; the rate limit (429) everywhere but
  * /health and /metrics; a malformed query or credential (400) on
- * every API route; the CSRF guard (403) on unsafe methods; a missing or bad credential (401)
+ * every route (a query naming `__proto__` is refused before routing); the CSRF guard (403) on unsafe methods; a missing or bad credential (401)
  * where one is taken; a malformed or unknown id (404) where the path has one; a body that is
  * too large, of another type or invalid (413, 415, 422) where one is read; a bad query
  * parameter (422) where the route takes some.
  */
 function sharedErrors(method: string, path: string, operation: Json): ErrorCode[] {
-  const codes: ErrorCode[] = ['INTERNAL_ERROR', 'SERVICE_UNAVAILABLE', 'MISDIRECTED_REQUEST']
+  const codes: ErrorCode[] = [
+    'INTERNAL_ERROR',
+    'SERVICE_UNAVAILABLE',
+    'MISDIRECTED_REQUEST',
+    'BAD_REQUEST',
+  ]
   if (UNLIMITED_PATHS.has(path)) return codes
-  codes.push('RATE_LIMITED', 'BAD_REQUEST')
+  codes.push('RATE_LIMITED')
   if (UNSAFE.has(method)) codes.push('FORBIDDEN')
   if (Array.isArray(operation.security) && operation.security.length > 0) {
     codes.push('UNAUTHORIZED')

@@ -40,6 +40,9 @@ const junk = (): unknown =>
     { a: { b: { c: 1 } } },
   ])
 const paths = [
+  '__proto__.optional',
+  'constructor.prototype.optional',
+  'emails[__proto__ eq "x"].value',
   'userName',
   'active',
   'emails',
