@@ -61,6 +61,8 @@ export interface Config {
   readonly mailTemplates: string | null
   /** Sign-in is refused until the account's address is verified. */
   readonly requireVerifiedEmail: boolean
+  /** SCIM may set the passwords of the accounts it provisioned (Okta's password sync). */
+  readonly scimPasswords: boolean
 }
 
 /**
@@ -358,6 +360,16 @@ export const SERVE_OPTIONS = [
     env: ['ROSTER_REQUIRE_VERIFIED_EMAIL'],
     defaultText: 'false',
     help: 'refuse sign-in (403 EMAIL_NOT_VERIFIED) until the account has followed the link of POST /auth/verify-email/request',
+    parse: parseBoolean,
+  }),
+  option({
+    key: 'scimPasswords',
+    fallback: () => false,
+    boolean: true,
+    flag: 'scim-passwords',
+    env: ['ROSTER_SCIM_PASSWORDS'],
+    defaultText: 'false',
+    help: "let SCIM set the passwords of the accounts it provisioned (Okta's password sync); off, a SCIM password is 400 invalidValue",
     parse: parseBoolean,
   }),
 ] as const

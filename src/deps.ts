@@ -245,6 +245,7 @@ export async function makeDeps(
       profiles: backend.scim,
       transaction,
       hashPassword,
+      acceptPasswords: config.scimPasswords,
     }),
     scimGroups: new ScimGroups({ groups, rows: backend.scim, transaction }),
     factors: createSecondFactors({

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       mailFrom: 'roster <no-reply@localhost>',
       mailTemplates: null,
       requireVerifiedEmail: false,
+      scimPasswords: false,
     })
   })
 

@@ -94,7 +94,7 @@ export interface AccountFlows {
   /** Spends an email-change link: the address becomes the new one, verified. */
   confirmEmailChange(token: string, by: AuditSource): Promise<UserRecord>
   /** Mails an invitation to the user's address (NOT_FOUND when there is no such user). */
-  invite(userId: number, asker: Asker): Promise<void>
+  invite(userId: number, asker: Asker, refuseIfAdmin?: Error): Promise<void>
   /** Spends an invitation: the password is set, and the address counts as verified. */
   confirmInvitation(token: string, passwordHash: string, by: AuditSource): Promise<UserRecord>
 }
@@ -349,9 +349,10 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       })
     },
 
-    async invite(userId, asker) {
+    async invite(userId, asker, refuseIfAdmin) {
       const user = await users.get(userId)
       if (user === null) throw notFound('No user with this id')
+      if (user.role === 'admin' && refuseIfAdmin !== undefined) throw refuseIfAdmin
       await transaction(async (tx) => {
         await withinLimits(tx.mail, user.email, null)
         const content = await issueToken(tx, 'invitation', user, user.email, asker.linkBase)

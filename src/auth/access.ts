@@ -39,9 +39,9 @@ export function isGrant(value: string): value is Grant {
  * Whether `grants` cover `scope`. `resource:write` covers `resource:read`, as a key that may
  * change users may read them (Stripe's restricted keys read the same way).
  */
-export function covers(grants: readonly Grant[], scope: Scope): boolean {
+export function covers(grants: readonly Grant[], scope: Grant): boolean {
   if (grants.includes('*') || grants.includes(scope)) return true
-  if (!scope.endsWith(':read')) return false
+  if (scope === '*' || !scope.endsWith(':read')) return false
   return grants.includes(scope.replace(/:read$/, ':write') as Scope)
 }
 

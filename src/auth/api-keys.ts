@@ -19,6 +19,11 @@ export interface ApiKeyView {
   last_used_at: string | null
   /** The key that made this one through the API; null when made on the command line. */
   parent_id: number | null
+  /**
+   * The user whose session or token made this key (or its first ancestor): the key works only
+   * while that user is an active admin. null: made on the command line or by a key of its own.
+   */
+  created_by_user: number | null
   /** `["*"]` (every scope) or the scopes, in the contract's order. */
   scopes: Grant[]
   /** When the key stops working; null: never. */
@@ -32,6 +37,7 @@ export interface CreatedApiKey {
   key: string
   created_at: string
   parent_id: number | null
+  created_by_user: number | null
   scopes: Grant[]
   expires_at: string | null
 }
@@ -41,6 +47,8 @@ export interface NewApiKey {
   name: string
   /** The key that asked for it (none from the command line or a signed-in admin). */
   parentId?: number | null
+  /** The user whose credential asked for it, directly or through its ancestors (section 17). */
+  createdByUser?: number | null
   scopes: readonly Grant[]
   /** ISO time; null or absent: the key does not expire. */
   expiresAt?: string | null
@@ -51,6 +59,19 @@ export interface KeyHolder {
   id: number
   name: string
   scopes: readonly Grant[]
+  /** When it stops working (a key it makes expires no later); null: never. */
+  expiresAt: string | null
+  /** The admin whose credential made it (or its first ancestor); null: none. */
+  createdByUser: number | null
+}
+
+/** A key as its revocation judges it: what it holds, who made it, and the keys above it. */
+export interface RevocableKey {
+  id: number
+  scopes: Grant[]
+  createdByUser: number | null
+  /** The key that made it, the key that made that one, and so on. */
+  ancestors: number[]
 }
 
 /**
@@ -62,9 +83,15 @@ export interface ApiKeyWrites {
   create(key: NewApiKey, by: AuditSource): Promise<CreatedApiKey>
   /**
    * Revokes an active key and every active key made from it, at any depth, in one write. True
-   * when the key was active; false when there was none with that id.
+   * when the key was active; false when there was none with that id. `refusal` judges the key
+   * first (the caller's authority over it, section 17): what it returns is thrown, and nothing
+   * is revoked.
    */
-  revoke(id: number, by: AuditSource): Promise<boolean>
+  revoke(
+    id: number,
+    by: AuditSource,
+    refusal?: (key: RevocableKey) => Error | undefined,
+  ): Promise<boolean>
 }
 
 export interface ApiKeyStore extends ApiKeyWrites {
@@ -83,6 +110,7 @@ export interface NewApiKeyRow {
   keyHash: string
   createdAt: string
   parentId: number | null
+  createdByUser: number | null
   /** Space-separated (grantsText). */
   scopes: string
   expiresAt: string | null
@@ -99,23 +127,46 @@ export interface ApiKeyWriteRows {
    * active; the ids revoked (none when it was not).
    */
   revokeFamily(id: number, at: string): Promise<number[]>
+  /** The active key with this id: its scopes, its user and its ancestors' ids; null if none. */
+  describe(id: number): Promise<{
+    scopes: string
+    created_by_user: number | null
+    ancestors: number[]
+  } | null>
 }
 
 /** What a database keeps of API keys: row operations only (every rule is ApiKeyStore's). */
 export interface ApiKeyRows extends ApiKeyWriteRows {
-  /** The key with this hash, unless revoked (an expired one too: expiry is the store's rule). */
-  findActive(keyHash: string): Promise<{
-    id: number
-    name: string
-    last_used_at: string | null
-    scopes: string
-    expires_at: string | null
-  } | null>
+  /**
+   * The key with this hash, unless revoked (an expired one too: expiry is the store's rule),
+   * with its user's role and state read in the same statement (null when it has none, or the
+   * user is gone).
+   */
+  findActive(keyHash: string): Promise<ActiveKeyRow | null>
   /** Records a use; nobody waits for it. */
   touch(id: number, at: string): Promise<void>
   /** Active keys in id order, and how many there are. */
   page(request: ListRequest): Promise<{ data: ApiKeyRow[]; total: number }>
 }
+
+/** A key as authentication reads it, with the user that made it. */
+export interface ActiveKeyRow {
+  id: number
+  name: string
+  last_used_at: string | null
+  scopes: string
+  expires_at: string | null
+  created_by_user: number | null
+  creator_role: string | null
+  creator_active: boolean | number | null
+}
+
+/** The keys above `id`: the key that made it, and so on up (both databases; not `id` itself). */
+export const KEY_ANCESTORS = `WITH RECURSIVE up(id, parent_id) AS (
+  SELECT id, parent_id FROM api_keys WHERE id = $1
+  UNION SELECT k.id, k.parent_id FROM api_keys k JOIN up ON k.id = up.parent_id
+)
+SELECT id FROM up WHERE id <> $1`
 
 /** The keys revoked with `id`: it and every key made from it, at any depth (both databases). */
 export const KEY_FAMILY = `WITH RECURSIVE family(id) AS (
@@ -139,6 +190,7 @@ export function apiKeyWrites(
         keyHash: sha256Hex(key),
         createdAt: now().toISOString(),
         parentId: request.parentId ?? null,
+        createdByUser: request.createdByUser ?? null,
         scopes: grantsText(request.scopes),
         expiresAt: request.expiresAt ?? null,
       })
@@ -156,12 +208,24 @@ export function apiKeyWrites(
         key,
         created_at: view.created_at,
         parent_id: view.parent_id,
+        created_by_user: view.created_by_user,
         scopes: view.scopes,
         expires_at: view.expires_at,
       }
     },
 
-    async revoke(id, by) {
+    async revoke(id, by, refusal) {
+      if (refusal !== undefined) {
+        const key = await rows.apiKeys.describe(id)
+        if (key === null) return false
+        const refused = refusal({
+          id,
+          scopes: grantsOf(key.scopes),
+          createdByUser: key.created_by_user,
+          ancestors: key.ancestors,
+        })
+        if (refused !== undefined) throw refused
+      }
       const revoked = await rows.apiKeys.revokeFamily(id, now().toISOString())
       // One event per key: its descendants went with it (their parent names the cause).
       for (const gone of revoked) {
@@ -180,7 +244,7 @@ export function createApiKeyStore(
 ): ApiKeyStore {
   return {
     create: (request, by) => transaction((tx) => tx.apiKeys.create(request, by)),
-    revoke: (id, by) => transaction((tx) => tx.apiKeys.revoke(id, by)),
+    revoke: (id, by, refusal) => transaction((tx) => tx.apiKeys.revoke(id, by, refusal)),
 
     async list(request) {
       const page = await rows.page(request)
@@ -193,14 +257,27 @@ export function createApiKeyStore(
       if (row === null) return null
       const at = now()
       if (row.expires_at !== null && Date.parse(row.expires_at) <= at.getTime()) return null
+      // A key an admin's credential made holds no more than that user (section 17): it stops
+      // working once the user is demoted, deactivated or deleted.
+      if (row.created_by_user !== null && !isActiveAdmin(row)) return null
       const last = row.last_used_at === null ? 0 : Date.parse(row.last_used_at)
       if (at.getTime() - last >= LAST_USED_RESOLUTION_MS) {
         // Not awaited: the request does not wait for a bookkeeping write.
         rows.touch(row.id, at.toISOString()).catch(() => {})
       }
-      return { id: row.id, name: row.name, scopes: grantsOf(row.scopes) }
+      return {
+        id: row.id,
+        name: row.name,
+        scopes: grantsOf(row.scopes),
+        expiresAt: row.expires_at,
+        createdByUser: row.created_by_user,
+      }
     },
   }
+}
+
+function isActiveAdmin(row: ActiveKeyRow): boolean {
+  return row.creator_role === 'admin' && Boolean(row.creator_active)
 }
 
 function viewOf(row: ApiKeyRow): ApiKeyView {

@@ -258,7 +258,14 @@ export function createAuthenticator(deps: {
     }
     const key = await deps.apiKeys.authenticate((header ?? query) as string)
     if (key === null) throw unauthorized(schemes, 'Invalid or revoked API key')
-    return { kind: 'apiKey', keyId: key.id, name: key.name, scopes: key.scopes }
+    return {
+      kind: 'apiKey',
+      keyId: key.id,
+      name: key.name,
+      scopes: key.scopes,
+      expiresAt: key.expiresAt,
+      createdByUser: key.createdByUser,
+    }
   }
 
   return {

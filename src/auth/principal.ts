@@ -19,7 +19,16 @@ export type Principal =
       /** The user's row as the credential's lookup read it (whole, groups too, for Basic). */
       user?: SignedInUser
     }
-  | { kind: 'apiKey'; keyId: number; name: string; scopes: readonly Grant[] }
+  | {
+      kind: 'apiKey'
+      keyId: number
+      name: string
+      scopes: readonly Grant[]
+      /** When the key stops working; null: never (a key it makes expires no later). */
+      expiresAt: string | null
+      /** The admin whose credential made the key (or its first ancestor); null: none. */
+      createdByUser: number | null
+    }
 
 /** A short, stable description of the caller, for scoping (idempotency keys, ownership). */
 export function principalKey(principal: Principal | null): string {

@@ -1,4 +1,4 @@
-import { covers, type Scope } from '../auth/access'
+import { covers, type Grant, type Scope } from '../auth/access'
 import { grantsOf, type Principal, type Scheme } from '../auth/principal'
 import { fieldDetail } from '../errors/details'
 import { AppError } from '../errors/errors'
@@ -11,10 +11,11 @@ import { AppError } from '../errors/errors'
  */
 export interface Rule {
   /**
-   * The scope an API key needs; an admin holds every scope. null: any valid key (or admin),
-   * or, with `members: 'any'`, any signed-in user.
+   * The scope an API key needs; an admin holds every scope. `*`: a key with every scope (what
+   * an operation hands out is as strong as an admin). null: any valid key (or admin), or, with
+   * `members: 'any'`, any signed-in user.
    */
-  scope: Scope | null
+  scope: Grant | null
   /**
    * A second scope the key needs as well: what the operation hands out is also another scope's
    * (an outbound webhook endpoint receives the audit log, so managing one needs audit:read).
@@ -33,6 +34,13 @@ export interface Rule {
   anonymous: 'never' | 'always' | 'open'
   /** The credentials the route reads. */
   schemes: readonly Scheme[]
+  /**
+   * When the operation's target is an admin's account (or makes one): what the caller needs
+   * instead of the scope (section 17). `*`: a key with every scope or an admin (`users:write`
+   * covers members only); `never`: not through this route at all (SCIM never changes an admin).
+   * Absent: the operation changes no account.
+   */
+  admins?: '*' | 'never'
 }
 
 const KEY: readonly Scheme[] = ['apiKey']
@@ -45,7 +53,7 @@ const NONE: readonly Scheme[] = []
 const SELF_SERVICE: Rule = { scope: null, members: 'any', anonymous: 'never', schemes: USER }
 const SCIM: Rule = { scope: 'scim', members: 'none', anonymous: 'never', schemes: KEY }
 const publicRoute: Rule = { scope: null, members: 'any', anonymous: 'always', schemes: NONE }
-function keyOrAdmin(scope: Scope | null): Rule {
+function keyOrAdmin(scope: Grant | null): Rule {
   return {
     scope,
     members: 'none',
@@ -92,7 +100,7 @@ export const RULES = {
   'POST /auth/recovery-codes': SELF_SERVICE,
   'POST /auth/mfa/verify': publicRoute,
   'GET /users/:id/factors': { ...keyOrAdmin('users:read'), members: 'self' },
-  'DELETE /users/:id/factors': keyOrAdmin('users:write'),
+  'DELETE /users/:id/factors': { ...keyOrAdmin('users:write'), admins: '*' },
 
   // The mail flows (section 14): links and codes are the credential; a signed-in user may ask
   // for its own verification without naming its address.
@@ -118,13 +126,14 @@ export const RULES = {
   },
   'POST /auth/email-change/confirm': publicRoute,
   'GET /auth/email-change': publicRoute,
-  'POST /users/:id/invite': keyOrAdmin('users:write'),
+  'POST /users/:id/invite': { ...keyOrAdmin('users:write'), admins: '*' },
   'POST /auth/invitation/confirm': publicRoute,
   'GET /auth/invitation': publicRoute,
-  // The outbox holds unsent links: reading it is as strong as setting passwords.
-  'GET /mail': keyOrAdmin('users:write'),
-  'GET /mail/:id': keyOrAdmin('users:write'),
-  'POST /mail/:id/resend': keyOrAdmin('users:write'),
+  // The outbox holds unsent links, an admin's reset link among them: reading it is as strong
+  // as setting an admin's password, so it takes `*` (section 17).
+  'GET /mail': keyOrAdmin('*'),
+  'GET /mail/:id': keyOrAdmin('*'),
+  'POST /mail/:id/resend': keyOrAdmin('*'),
   'GET /audit': keyOrAdmin('audit:read'),
   'GET /audit/:id': keyOrAdmin('audit:read'),
   'GET /events': keyOrAdmin('audit:read'),
@@ -139,9 +148,9 @@ export const RULES = {
   'POST /scim/v2/Users': SCIM,
   'POST /scim/v2/Users/.search': SCIM,
   'GET /scim/v2/Users/:id': SCIM,
-  'PUT /scim/v2/Users/:id': SCIM,
-  'PATCH /scim/v2/Users/:id': SCIM,
-  'DELETE /scim/v2/Users/:id': SCIM,
+  'PUT /scim/v2/Users/:id': { ...SCIM, admins: 'never' },
+  'PATCH /scim/v2/Users/:id': { ...SCIM, admins: 'never' },
+  'DELETE /scim/v2/Users/:id': { ...SCIM, admins: 'never' },
   'GET /scim/v2/Groups': SCIM,
   'POST /scim/v2/Groups': SCIM,
   'POST /scim/v2/Groups/.search': SCIM,
@@ -155,7 +164,7 @@ export const RULES = {
   'DELETE /api-keys/:id': keyOrAdmin('keys:write'),
 
   'GET /users': { ...keyOrAdmin('users:read'), anonymous: 'open' },
-  'POST /users': { ...keyOrAdmin('users:write'), anonymous: 'open' },
+  'POST /users': { ...keyOrAdmin('users:write'), anonymous: 'open', admins: '*' },
   'GET /users/export': keyOrAdmin('users:read'),
   'GET /users/:id': { ...keyOrAdmin('users:read'), members: 'self', anonymous: 'open' },
   'GET /users/:id/provisioning': {
@@ -163,9 +172,24 @@ export const RULES = {
     members: 'self',
     anonymous: 'open',
   },
-  'PUT /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
-  'PATCH /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
-  'DELETE /users/:id': { ...keyOrAdmin('users:write'), members: 'self', anonymous: 'open' },
+  'PUT /users/:id': {
+    ...keyOrAdmin('users:write'),
+    members: 'self',
+    anonymous: 'open',
+    admins: '*',
+  },
+  'PATCH /users/:id': {
+    ...keyOrAdmin('users:write'),
+    members: 'self',
+    anonymous: 'open',
+    admins: '*',
+  },
+  'DELETE /users/:id': {
+    ...keyOrAdmin('users:write'),
+    members: 'self',
+    anonymous: 'open',
+    admins: '*',
+  },
 
   'GET /groups': { ...keyOrAdmin('users:read'), anonymous: 'open' },
   'POST /groups': { ...keyOrAdmin('users:write'), anonymous: 'open' },
@@ -291,9 +315,9 @@ export function authorise(principal: Principal, rule: Rule): void {
 }
 
 /** The scopes a key needs for the rule: none, one, or two. */
-function scopesOf(rule: Rule): Scope[] {
+function scopesOf(rule: Rule): Grant[] {
   const also = Object.hasOwn(rule, 'alsoScope') ? rule.alsoScope : undefined
-  return [rule.scope, also].filter((scope): scope is Scope => scope != null)
+  return [rule.scope, also].filter((scope): scope is Grant => scope != null)
 }
 
 /**
@@ -308,7 +332,7 @@ export function requireSelfOr(principal: Principal | null, scope: Scope, userId:
 }
 
 /** FORBIDDEN, with a detail naming the scope required and what the caller holds. */
-export function forbidden(scope: Scope | null, principal: Principal | null): AppError {
+export function forbidden(scope: Grant | null, principal: Principal | null): AppError {
   const held =
     principal?.kind === 'user' ? `role ${principal.role}` : grantsOf(principal).join(' ') || 'none'
   const needs = scope === null ? 'an API key or an admin' : `the ${scope} scope`
@@ -343,14 +367,15 @@ export function accessTable(): string {
         rule.anonymous === 'always' && rule.scope !== null
           ? 'public ones'
           : { never: 'no', always: 'yes', open: 'while open' }[rule.anonymous]
-      return `| \`${path}\` | ${key} | ${admin} | ${admin === 'no' ? 'no' : member} | ${anonymous} |`
+      const onAdmin = rule.admins === undefined ? '' : rule.admins === '*' ? '`*`' : 'never'
+      return `| \`${path}\` | ${key} | ${onAdmin} | ${admin} | ${admin === 'no' ? 'no' : member} | ${anonymous} |`
     })
   const publicRoutes = (Object.entries(RULES) as [Operation, Rule][])
     .filter(([, rule]) => rule.schemes.length === 0)
     .map(([operation]) => `\`${operation.replace(/:([a-zA-Z]+)/g, '{$1}')}\``)
   return [
-    '| Operation | API key needs | Admin | Member | No credential |',
-    '|---|---|---|---|---|',
+    '| Operation | API key needs | On an admin’s account | Admin | Member | No credential |',
+    '|---|---|---|---|---|---|',
     ...rows,
     '',
     `Public, no credential read: ${publicRoutes.join(', ')}.`,

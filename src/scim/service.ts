@@ -1,6 +1,6 @@
 import type { AuditSource } from '../audit/events'
 import type { Transaction } from '../db/unit'
-import { scimBadRequest } from '../errors/errors'
+import { ScimError, scimBadRequest } from '../errors/errors'
 import { FIELD_RULES, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../users/fields'
 import type { UserRecord } from '../users/records'
 import type { UserWrites } from '../users/store'
@@ -26,13 +26,18 @@ export interface ScimUsersInputs {
   profiles: ScimProfileRows
   transaction: Transaction<ScimUnit>
   hashPassword: (password: string) => Promise<string>
+  /** --scim-passwords: SCIM may set the passwords of the accounts it provisioned. */
+  acceptPasswords: boolean
 }
 
 /**
  * SCIM's Users (CONTRACT section 13) over roster's own users: a SCIM user is the same record,
  * written through the same rules (`UserWrites`: a taken userName or email is a conflict, a
  * deactivation ends sessions and tokens, every change is audited), with its profile written in
- * the same unit of work.
+ * the same unit of work. A SCIM key holds only the accounts SCIM provisioned (CONTRACT section
+ * 17): it changes or deletes a user only when that user has a SCIM profile (created through
+ * /scim/v2) and is not an admin (checked on the locked row), and sets a password only with
+ * --scim-passwords.
  */
 export class ScimUsers {
   constructor(private readonly inputs: ScimUsersInputs) {}
@@ -88,6 +93,7 @@ export class ScimUsers {
     versions: readonly number[] | null,
     by: AuditSource,
   ): Promise<ScimUserRow> {
+    await this.requireProvisioned(id)
     const passwordHash = await this.hashOf(input.password)
     return await this.inputs.transaction(async (tx) => {
       const user = await tx.users.update(
@@ -99,7 +105,7 @@ export class ScimUsers {
           active: input.active,
           ...(passwordHash === undefined ? {} : { passwordHash }),
         },
-        { versions },
+        { versions, refuseIfAdmin: NEVER_AN_ADMIN },
         by,
       )
       await tx.scimProfiles.put(id, input.profile)
@@ -119,6 +125,7 @@ export class ScimUsers {
     base: string,
     by: AuditSource,
   ): Promise<ScimUserRow | null> {
+    await this.requireProvisioned(id)
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.user.version,
@@ -132,11 +139,35 @@ export class ScimUsers {
   }
 
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
-    await this.inputs.transaction((tx) => tx.users.remove(id, { versions }, by))
+    await this.requireProvisioned(id)
+    await this.inputs.transaction((tx) =>
+      tx.users.remove(id, { versions, refuseIfAdmin: NEVER_AN_ADMIN }, by),
+    )
+  }
+
+  /**
+   * 403 unless SCIM provisioned the user (it has a SCIM profile); a missing user passes, for
+   * the write to answer 404 as before.
+   */
+  private async requireProvisioned(id: number): Promise<void> {
+    const profiles = await this.inputs.profiles.profilesOf([id])
+    if (profiles.has(id)) return
+    if ((await this.inputs.users.get(id)) === null) return
+    throw new ScimError(
+      'FORBIDDEN',
+      null,
+      'A SCIM key changes only the users SCIM provisioned; this one was made outside SCIM',
+    )
   }
 
   private async hashOf(password: string | undefined): Promise<string | undefined> {
     if (password === undefined) return undefined
+    if (!this.inputs.acceptPasswords) {
+      throw scimBadRequest(
+        'invalidValue',
+        'password: SCIM sets no passwords unless the server runs with --scim-passwords',
+      )
+    }
     if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
       throw scimBadRequest('invalidValue', `password ${FIELD_RULES.password}`)
     }
@@ -144,14 +175,16 @@ export class ScimUsers {
   }
 }
 
-/**
- * Whether storing `input` would leave the user as it is: no password to set, every field and
- * the profile the same. A user no identity provider has described yet (no stored profile, so
- * EMPTY_PROFILE itself) gets its profile stored: it is provisioned from then on.
- */
+/** What a SCIM write to an admin is refused with, on the locked row (section 17). */
+const NEVER_AN_ADMIN = new ScimError(
+  'FORBIDDEN',
+  null,
+  'A SCIM key never changes an admin: that takes an admin or a key with *',
+)
+
+/** Whether storing `input` would leave the user as it is: no password, every field the same. */
 function changesNothing({ user, profile }: ScimUserRow, input: ScimUserInput): boolean {
   return (
-    profile !== EMPTY_PROFILE &&
     input.password === undefined &&
     input.name === user.name &&
     input.email === user.email &&

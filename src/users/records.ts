@@ -75,6 +75,11 @@ export interface WriteGuard {
   refuseRoleChange?: Error
   /** Thrown when the write would make the user active or inactive: the same authority as a role. */
   refuseActiveChange?: Error
+  /**
+   * Thrown when the account is an admin at the moment of the write (its row locked): a caller
+   * whose authority covers members only (CONTRACT section 17).
+   */
+  refuseIfAdmin?: Error
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */

@@ -221,6 +221,9 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       return user
     },
     async update(id, changes, guard, by) {
+      if (guard.refuseIfAdmin !== undefined && (await users.lockRole(id)) === 'admin') {
+        throw guard.refuseIfAdmin
+      }
       const roleChanges =
         changes.role !== undefined && (await changesRole(users, id, changes.role, guard))
       const renamed = changes.email !== undefined || changes.username !== undefined
@@ -283,7 +286,10 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
     },
     async remove(id, guard, by) {
       // Only an admin's deletion waits for the roles lock: a member's takes no admin away.
-      if ((await users.lockRole(id)) === 'admin') await keepAnAdmin(users, id)
+      if ((await users.lockRole(id)) === 'admin') {
+        if (guard.refuseIfAdmin !== undefined) throw guard.refuseIfAdmin
+        await keepAnAdmin(users, id)
+      }
       // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
       // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
       await memberships.leaveAll(id, now().toISOString())

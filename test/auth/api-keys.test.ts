@@ -70,8 +70,10 @@ describe('/api-keys', () => {
       key: expect.stringMatching(/^rk_[A-Za-z0-9_-]{43}$/),
       created_at: expect.any(String),
       parent_id: 1,
+      created_by_user: null,
       scopes: ['*'],
       expires_at: null,
+      expires_at_clamped: false,
     })
     expect(reply.headers.get('cache-control')).toBe('no-store')
     const dump = JSON.stringify(await dbQuery(t.deps, 'SELECT * FROM api_keys'))
@@ -92,6 +94,7 @@ describe('/api-keys', () => {
     expect(reply.body.data.map((k: { name: string }) => k.name)).toEqual(['k2', 'k3'])
     expect(Object.keys(reply.body.data[0]).sort()).toEqual([
       'created_at',
+      'created_by_user',
       'expires_at',
       'id',
       'last_used_at',

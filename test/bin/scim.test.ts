@@ -17,7 +17,7 @@ describe('SCIM through the compiled binary', () => {
     const made = await runBinary(['keys', 'create', '--name', 'entra', '--scope', 'scim', ...data])
     expect(made.stderr).toContain('scopes scim')
     const key = made.stdout.trim()
-    const server = await startBinary([...data, '--users-access', 'protected'])
+    const server = await startBinary([...data, '--users-access', 'protected', '--scim-passwords'])
     try {
       const scim = async (method: string, path: string, json?: unknown) => {
         const response = await fetch(`${server.url}/scim/v2${path}`, {

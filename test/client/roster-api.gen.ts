@@ -1280,7 +1280,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.
          */
         post: operations["postApi-keys"];
         delete?: never;
@@ -1309,7 +1309,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key, and every key made from it (at any depth), is refused from the next request on.
+         * @description The key, and every key made from it (at any depth), is refused from the next request on. Revoking needs authority over the key: scopes that cover its scopes, being the key that made it (at any depth), or the admin whose credential made it; otherwise 403 FORBIDDEN naming the scopes missing.
          */
         delete: operations["deleteApi-keysById"];
         /**
@@ -2896,7 +2896,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.
          */
         post: operations["postV2Api-keys"];
         delete?: never;
@@ -2925,7 +2925,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key, and every key made from it (at any depth), is refused from the next request on.
+         * @description The key, and every key made from it (at any depth), is refused from the next request on. Revoking needs authority over the key: scopes that cover its scopes, being the key that made it (at any depth), or the admin whose credential made it; otherwise 403 FORBIDDEN naming the scopes missing.
          */
         delete: operations["deleteV2Api-keysById"];
         /**
@@ -3938,20 +3938,6 @@ export interface components {
             data: components["schemas"]["Upload"][];
             pagination: components["schemas"]["Pagination"];
         };
-        ApiKeyCreated: {
-            readonly id: number;
-            name: string;
-            prefix: string;
-            /** @description Shown only in this answer: store it now. */
-            key: string;
-            /** Format: date-time */
-            readonly created_at: string;
-            parent_id: number | null;
-            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
-            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
-            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
-            expires_at: string | null;
-        };
         WebhookEndpointWithSecret: {
             /** @example 1 */
             readonly id: number;
@@ -4058,22 +4044,6 @@ export interface components {
             data: components["schemas"]["User"][];
             pagination: components["schemas"]["Pagination"];
         };
-        ApiKey: {
-            readonly id: number;
-            name: string;
-            /** @description The first characters of the key, to tell keys apart. */
-            prefix: string;
-            /** Format: date-time */
-            readonly created_at: string;
-            /** @description Recorded to the minute. */
-            last_used_at: string | null;
-            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
-            parent_id: number | null;
-            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
-            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
-            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
-            expires_at: string | null;
-        };
         WebhookEndpointCreate: {
             /**
              * @description Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to public addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.
@@ -4102,9 +4072,41 @@ export interface components {
             data: components["schemas"]["MailMessage"][];
             pagination: components["schemas"]["Pagination"];
         };
-        ApiKeyPage: {
-            data: components["schemas"]["ApiKey"][];
-            pagination: components["schemas"]["Pagination"];
+        ApiKeyCreated: {
+            readonly id: number;
+            name: string;
+            prefix: string;
+            /** @description Shown only in this answer: store it now. */
+            key: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            parent_id: number | null;
+            /** @description The admin whose session or token made this key (directly, or through the key that made it): the key works only while that user is an active admin. null: made on the command line, or by a key made there. */
+            created_by_user: number | null;
+            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+            expires_at: string | null;
+            /** @description true when expires_at was moved earlier to the creating key’s own expiry (a key never outlives the key that made it); the answer’s expires_at is the one that holds. */
+            expires_at_clamped: boolean;
+        };
+        ApiKey: {
+            readonly id: number;
+            name: string;
+            /** @description The first characters of the key, to tell keys apart. */
+            prefix: string;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description Recorded to the minute. */
+            last_used_at: string | null;
+            /** @description The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin. */
+            parent_id: number | null;
+            /** @description The admin whose session or token made this key (directly, or through the key that made it): the key works only while that user is an active admin. null: made on the command line, or by a key made there. */
+            created_by_user: number | null;
+            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. */
+            scopes: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+            /** @description When the key stops working (then it is refused like a revoked one); null: never. */
+            expires_at: string | null;
         };
         AuditPage: {
             data: components["schemas"]["AuditEvent"][];
@@ -4188,6 +4190,10 @@ export interface components {
                 /** @description Pass as `cursor` (with the same limit and filters) for the next page; null on the last page. */
                 next_cursor: string | null;
             };
+        };
+        ApiKeyPage: {
+            data: components["schemas"]["ApiKey"][];
+            pagination: components["schemas"]["Pagination"];
         };
         WebhookDelivery: {
             readonly id: number;
@@ -5183,6 +5189,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -5274,6 +5289,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -5338,6 +5360,15 @@ export interface operations {
                         };
                         request_id?: string;
                     };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description MISDIRECTED_REQUEST */
@@ -5456,6 +5487,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -5498,6 +5536,15 @@ export interface operations {
                         /** @constant */
                         status: "ok";
                     };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description MISDIRECTED_REQUEST */
@@ -5591,6 +5638,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -5649,6 +5703,15 @@ export interface operations {
                         };
                         request_id?: string;
                     };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description MISDIRECTED_REQUEST */
@@ -5756,6 +5819,13 @@ export interface operations {
         responses: {
             /** @description HTTP 200 */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_REQUEST */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19211,6 +19281,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -19327,6 +19406,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -19369,6 +19455,15 @@ export interface operations {
                         /** @constant */
                         status: "ok";
                     };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description MISDIRECTED_REQUEST */
@@ -19462,6 +19557,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description MISDIRECTED_REQUEST */
             421: {
                 headers: {
@@ -19520,6 +19622,15 @@ export interface operations {
                         };
                         request_id?: string;
                     };
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description MISDIRECTED_REQUEST */
@@ -19627,6 +19738,13 @@ export interface operations {
         responses: {
             /** @description HTTP 200 */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_REQUEST */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

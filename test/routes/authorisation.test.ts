@@ -182,7 +182,7 @@ describe('roles over HTTP', () => {
     }
   })
 
-  test('only an admin or users:write gives a role; a member cannot promote itself, even in open mode', async () => {
+  test('only an admin or a key with * gives a role; a member cannot promote itself, even in open mode', async () => {
     await using t = await makeTestApp()
     const { token, userId } = await signedIn(t)
     const asMember = { authorization: `Bearer ${token}` }

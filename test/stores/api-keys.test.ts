@@ -16,6 +16,8 @@ describe('API key store contract (two instances where the backend is shared)', (
       id: created.id,
       name: 'ci',
       scopes: ['*'],
+      expiresAt: null,
+      createdByUser: null,
     })
     for (const wrong of ['', 'rk_short', `${created.key}x`, created.key.replace('rk_', 'rt_')]) {
       expect(await env.b.apiKeys.authenticate(wrong)).toBeNull()
@@ -77,6 +79,8 @@ describe('API key store contract (two instances where the backend is shared)', (
       id: other.id,
       name: 'other',
       scopes: ['*'],
+      expiresAt: null,
+      createdByUser: null,
     })
     expect(await env.b.apiKeys.revoke(root.id, SYSTEM)).toBe(false)
     expect(await env.b.apiKeys.revoke(999_999, SYSTEM)).toBe(false)
@@ -134,5 +138,64 @@ describe('API key store contract (two instances where the backend is shared)', (
     expect(await env.a.apiKeys.authenticate(created.key)).toBeNull()
     expect(await env.b.apiKeys.authenticate(created.key)).toBeNull()
     expect((await env.b.apiKeys.list({ limit: 10, offset: 0 })).total).toBe(1)
+  })
+
+  test('a key an admin made works only while that admin is an active admin, on every instance', async () => {
+    await using env = await twoInstances()
+    const admin = await env.a.users.create(
+      { name: 'Root', email: 'root@example.com', role: 'admin', passwordHash: null },
+      SYSTEM,
+    )
+    await env.a.users.create(
+      { name: 'Other', email: 'other@example.com', role: 'admin', passwordHash: null },
+      SYSTEM,
+    )
+    const made = await env.a.apiKeys.create(
+      { name: 'console', scopes: ['*'], createdByUser: admin.id },
+      SYSTEM,
+    )
+    expect(made.created_by_user).toBe(admin.id)
+    expect((await env.b.apiKeys.authenticate(made.key))?.createdByUser).toBe(admin.id)
+    await env.a.users.update(admin.id, { active: false }, { versions: null }, SYSTEM)
+    expect(await env.b.apiKeys.authenticate(made.key)).toBeNull()
+    await env.a.users.update(admin.id, { active: true }, { versions: null }, SYSTEM)
+    expect(await env.b.apiKeys.authenticate(made.key)).not.toBeNull()
+    await env.a.users.update(admin.id, { role: 'member' }, { versions: null }, SYSTEM)
+    expect(await env.b.apiKeys.authenticate(made.key)).toBeNull()
+    await env.a.users.update(admin.id, { role: 'admin' }, { versions: null }, SYSTEM)
+    expect(await env.b.apiKeys.authenticate(made.key)).not.toBeNull()
+    await env.a.users.remove(admin.id, { versions: null }, SYSTEM)
+    expect(await env.b.apiKeys.authenticate(made.key)).toBeNull()
+  })
+
+  test('a revocation judged by its caller sees the key’s scopes, user and ancestors, and a refusal revokes nothing', async () => {
+    await using env = await twoInstances()
+    const root = await env.a.apiKeys.create({ name: 'root', scopes: ['*'] }, SYSTEM)
+    const child = await env.a.apiKeys.create(
+      { name: 'child', scopes: ['keys:write', 'users:read'], parentId: root.id },
+      SYSTEM,
+    )
+    const grandchild = await env.a.apiKeys.create(
+      { name: 'grandchild', scopes: ['users:read'], parentId: child.id },
+      SYSTEM,
+    )
+    const seen: unknown[] = []
+    const refused = env.b.apiKeys.revoke(grandchild.id, SYSTEM, (key) => {
+      seen.push(key)
+      return new Error('not yours')
+    })
+    await expect(refused).rejects.toThrow('not yours')
+    expect(seen).toEqual([
+      {
+        id: grandchild.id,
+        scopes: ['users:read'],
+        createdByUser: null,
+        ancestors: expect.arrayContaining([root.id, child.id]),
+      },
+    ])
+    expect(await env.a.apiKeys.authenticate(grandchild.key)).not.toBeNull()
+    expect(await env.b.apiKeys.revoke(grandchild.id, SYSTEM, () => undefined)).toBe(true)
+    expect(await env.a.apiKeys.authenticate(grandchild.key)).toBeNull()
+    expect(await env.b.apiKeys.revoke(grandchild.id, SYSTEM, () => new Error('x'))).toBe(false)
   })
 })

@@ -1,8 +1,10 @@
 import type { SQL } from 'bun'
 import {
+  type ActiveKeyRow,
   type ApiKeyRow,
   type ApiKeyRows,
   type ApiKeyWriteRows,
+  KEY_ANCESTORS,
   KEY_FAMILY,
 } from '../../auth/api-keys'
 import { directionOf } from '../../db/page'
@@ -13,11 +15,20 @@ function createPgApiKeyWriteRows(q: SQL): ApiKeyWriteRows {
   return {
     async insert(row) {
       const [created] = await q<ApiKeyRow[]>`
-        INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id, scopes, expires_at)
+        INSERT INTO api_keys
+          (name, prefix, key_hash, created_at, parent_id, created_by_user, scopes, expires_at)
         VALUES (${row.name}, ${row.prefix}, ${row.keyHash}, ${row.createdAt}, ${row.parentId},
-                ${row.scopes}, ${row.expiresAt})
-        RETURNING id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at`
+                ${row.createdByUser}, ${row.scopes}, ${row.expiresAt})
+        RETURNING id, name, prefix, created_at, last_used_at, parent_id, created_by_user, scopes,
+                  expires_at`
       return created as ApiKeyRow
+    },
+    async describe(id) {
+      const [key] = await q<{ scopes: string; created_by_user: number | null }[]>`
+        SELECT scopes, created_by_user FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`
+      if (key === undefined) return null
+      const above = await q.unsafe<{ id: number }[]>(KEY_ANCESTORS, [id])
+      return { ...key, ancestors: above.map((row) => row.id) }
     },
     async revokeFamily(id, at) {
       // One statement: the key and its descendants go together, whatever runs beside it.
@@ -42,17 +53,12 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows & {
     ...createPgApiKeyWriteRows(pool),
     inUnit: (tx) => createPgApiKeyWriteRows(tx),
     async findActive(keyHash) {
-      const [row] = await pool<
-        {
-          id: number
-          name: string
-          last_used_at: string | null
-          scopes: string
-          expires_at: string | null
-        }[]
-      >`
-        SELECT id, name, last_used_at, scopes, expires_at FROM api_keys
-        WHERE key_hash = ${keyHash} AND revoked_at IS NULL`
+      // The key and the user that made it, in one statement (a key of nobody's: nulls).
+      const [row] = await pool<ActiveKeyRow[]>`
+        SELECT k.id, k.name, k.last_used_at, k.scopes, k.expires_at, k.created_by_user,
+               u.role AS creator_role, u.active AS creator_active
+        FROM api_keys k LEFT JOIN users u ON u.id = k.created_by_user
+        WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL`
       return row ?? null
     },
     async touch(id, at) {
@@ -61,8 +67,8 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows & {
     async page(request) {
       return pageOf(
         await pool.unsafe<WithTotal<ApiKeyRow>[]>(
-          `SELECT id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at,
-                  (count(*) OVER ())::int AS total
+          `SELECT id, name, prefix, created_at, last_used_at, parent_id, created_by_user, scopes,
+                  expires_at, (count(*) OVER ())::int AS total
            FROM api_keys WHERE revoked_at IS NULL
            ORDER BY id ${directionOf(request, 'oldest')} LIMIT $1 OFFSET $2`,
           [request.limit, request.offset],

@@ -129,6 +129,12 @@ export const apiKeys = pgTable('api_keys', {
   revokedAt: text('revoked_at'),
   /** The key that made this one through the API (null: made on the command line). */
   parentId: integer('parent_id'),
+  /**
+   * The user whose session or token made this key, or its first ancestor (section 17): the key
+   * works only while that user is an active admin. No foreign key: ids are never reused, and a
+   * deleted user's keys must stay refused, not lose their maker.
+   */
+  createdByUser: integer('created_by_user'),
   scopes: text('scopes').notNull().default('*'),
   expiresAt: text('expires_at'),
 })

@@ -1,7 +1,9 @@
 import {
+  type ActiveKeyRow,
   type ApiKeyRow,
   type ApiKeyRows,
   type ApiKeyWriteRows,
+  KEY_ANCESTORS,
   KEY_FAMILY,
   type NewApiKeyRow,
 } from '../../auth/api-keys'
@@ -15,26 +17,27 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
 } {
   const sqlite = store.db.$client
   const { reader, writes } = store
-  const columns = 'id, name, prefix, created_at, last_used_at, parent_id, scopes, expires_at'
+  const columns =
+    'id, name, prefix, created_at, last_used_at, parent_id, created_by_user, scopes, expires_at'
   const insert = sqlite.query<
     ApiKeyRow,
-    [string, string, string, string, number | null, string, string | null]
+    [string, string, string, string, number | null, number | null, string, string | null]
   >(
-    `INSERT INTO api_keys (name, prefix, key_hash, created_at, parent_id, scopes, expires_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
+    `INSERT INTO api_keys
+       (name, prefix, key_hash, created_at, parent_id, created_by_user, scopes, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
   )
-  const byHash = reader.query<
-    {
-      id: number
-      name: string
-      last_used_at: string | null
-      scopes: string
-      expires_at: string | null
-    },
-    [string]
-  >(
-    'SELECT id, name, last_used_at, scopes, expires_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL',
+  // The key and the user that made it, in one statement (a key of nobody's: nulls).
+  const byHash = reader.query<ActiveKeyRow, [string]>(
+    `SELECT k.id, k.name, k.last_used_at, k.scopes, k.expires_at, k.created_by_user,
+            u.role AS creator_role, u.active AS creator_active
+     FROM api_keys k LEFT JOIN users u ON u.id = k.created_by_user
+     WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
   )
+  const describe = sqlite.query<{ scopes: string; created_by_user: number | null }, [number]>(
+    'SELECT scopes, created_by_user FROM api_keys WHERE id = ? AND revoked_at IS NULL',
+  )
+  const ancestors = sqlite.query<{ id: number }, [number]>(KEY_ANCESTORS.replaceAll('$1', '?1'))
   const touch = sqlite.query('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
   const page = bothWays((direction) =>
     reader.query<ApiKeyRow, [number, number]>(
@@ -66,9 +69,15 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
         row.keyHash,
         row.createdAt,
         row.parentId,
+        row.createdByUser,
         row.scopes,
         row.expiresAt,
       ) as ApiKeyRow,
+    describe(id: number) {
+      const key = describe.get(id)
+      if (key === null) return null
+      return { ...key, ancestors: ancestors.all(id).map((row) => row.id) }
+    },
     revokeFamily(id: number, at: string): number[] {
       if (isActive.get(id) === null) return []
       return (revokeFamily.all(id, at) as { id: number }[])
@@ -81,7 +90,9 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
     inUnit: {
       insert: (row) => settle(() => inWrite.insert(row)),
       revokeFamily: (id, at) => settle(() => inWrite.revokeFamily(id, at)),
+      describe: (id) => settle(() => inWrite.describe(id)),
     },
+    describe: (id) => writes.run(() => inWrite.describe(id)),
     insert: (row) => writes.run(() => inWrite.insert(row)),
     findActive: (keyHash) => settle(() => byHash.get(keyHash)),
     async touch(id, at) {

@@ -128,6 +128,12 @@ export const apiKeys = sqliteTable('api_keys', {
   revokedAt: text('revoked_at'),
   /** The key that made this one through the API (null: made on the command line). */
   parentId: integer('parent_id'),
+  /**
+   * The user whose session or token made this key, or its first ancestor (section 17): the key
+   * works only while that user is an active admin. No foreign key: ids are never reused, and a
+   * deleted user's keys must stay refused, not lose their maker.
+   */
+  createdByUser: integer('created_by_user'),
   /** Space-separated scopes (auth/access.ts); `*` is every scope, as keys were before scopes. */
   scopes: text('scopes').notNull().default('*'),
   /** ISO time after which the key is refused; null: it does not expire. */

@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { AccountFlows, Asker } from '../../accounts/flows'
 import { accountDeactivated } from '../../auth/authenticator'
+import { adminTargetRefusal } from '../../auth/authority'
 import { hashPassword } from '../../auth/passwords'
 import type { Config } from '../../config'
 import { isLoopbackHost } from '../../config-values'
@@ -331,7 +332,8 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
       async ({ params, request, server, set }) => {
         const id = parseRowId(params.id)
         if (id === null) throw notFound('No user with this id')
-        await flows.invite(id, asker(request, server))
+        // An invitation replaces the password: an admin's takes `*` (section 17).
+        await flows.invite(id, asker(request, server), adminTargetRefusal(principalOf(set), id))
         set.status = 202
         return { message: 'An invitation is on its way.' }
       },

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia'
 import { beyond, type Grant } from '../../auth/access'
 import type { ApiKeyStore } from '../../auth/api-keys'
-import { grantsOf } from '../../auth/principal'
+import { keyRevocationRefusal } from '../../auth/authority'
+import { grantsOf, type Principal } from '../../auth/principal'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import { fieldDetail } from '../../errors/details'
@@ -78,17 +79,20 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
             fieldDetail('scopes', `${over.join(', ')} is not held by the caller`, over.join(' ')),
           ])
         }
-        const expiresAt =
+        const asked =
           body.expires_at === undefined ? null : futureTime(body.expires_at, inputs.clock())
-        return await apiKeys.create(
+        const expiry = clampedExpiry(asked, principal)
+        const created = await apiKeys.create(
           {
             name: body.name.trim(),
             parentId: principal?.kind === 'apiKey' ? principal.keyId : null,
+            createdByUser: creatingUser(principal),
             scopes,
-            expiresAt,
+            expiresAt: expiry.expiresAt,
           },
           auditSourceOf(set),
         )
+        return { ...created, expires_at_clamped: expiry.clamped }
       },
       {
         ...create.hook,
@@ -98,7 +102,7 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
           tags,
           summary: 'Create an API key',
           description:
-            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope. `expires_at` must lie ahead; after it the key is refused like a revoked one.',
+            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.',
           security: create.security,
           responses: documented({
             201: CreatedApiKey,
@@ -146,7 +150,9 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         if (
           id === 0 ||
           !Number.isSafeInteger(id) ||
-          !(await apiKeys.revoke(id, auditSourceOf(set)))
+          !(await apiKeys.revoke(id, auditSourceOf(set), (key) =>
+            keyRevocationRefusal(principalOf(set), key),
+          ))
         ) {
           throw notFound('No active API key with this id')
         }
@@ -158,7 +164,7 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
           tags,
           summary: 'Revoke an API key',
           description:
-            'The key, and every key made from it (at any depth), is refused from the next request on.',
+            'The key, and every key made from it (at any depth), is refused from the next request on. Revoking needs authority over the key: scopes that cover its scopes, being the key that made it (at any depth), or the admin whose credential made it; otherwise 403 FORBIDDEN naming the scopes missing.',
           security: revoke.security,
           responses: documented({
             200: RevokedApiKey,
@@ -167,6 +173,28 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         },
       },
     )
+}
+
+/**
+ * A new key's expiry: the one asked for, but never later than the creating key's own (a key
+ * expiring in 3 s must not mint one that never expires). Section 17.
+ */
+function clampedExpiry(
+  asked: string | null,
+  principal: Principal | null,
+): { expiresAt: string | null; clamped: boolean } {
+  const limit = principal?.kind === 'apiKey' ? principal.expiresAt : null
+  if (limit === null) return { expiresAt: asked, clamped: false }
+  if (asked !== null && Date.parse(asked) <= Date.parse(limit)) {
+    return { expiresAt: asked, clamped: false }
+  }
+  return { expiresAt: limit, clamped: true }
+}
+
+/** The admin a new key answers to: the caller itself, or the user the calling key answers to. */
+function creatingUser(principal: Principal | null): number | null {
+  if (principal === null) return null
+  return principal.kind === 'user' ? principal.userId : principal.createdByUser
 }
 
 /** An expiry the client gave: a time that lies ahead, as ISO text (422 otherwise). */

@@ -52,6 +52,11 @@ export const CreateApiKeyBody = t.Object(
   { additionalProperties: false },
 )
 
+const CreatedByUser = t.Union([Type.Integer(), t.Null()], {
+  description:
+    'The admin whose session or token made this key (directly, or through the key that made it): the key works only while that user is an active admin. null: made on the command line, or by a key made there.',
+})
+
 export const ApiKeyView = t.Object({
   id: Type.Integer(),
   name: t.String(),
@@ -64,6 +69,7 @@ export const ApiKeyView = t.Object({
     description:
       'The key that made this one through the API (revoking it revokes this one); null when made on the command line or by an admin.',
   }),
+  created_by_user: CreatedByUser,
   scopes: Scopes,
   expires_at: ExpiresAt,
 })
@@ -75,8 +81,13 @@ export const CreatedApiKey = t.Object({
   key: t.String({ description: 'Shown only in this answer: store it now.' }),
   created_at: t.String({ format: 'date-time' }),
   parent_id: t.Union([Type.Integer(), t.Null()]),
+  created_by_user: CreatedByUser,
   scopes: Scopes,
   expires_at: ExpiresAt,
+  expires_at_clamped: t.Boolean({
+    description:
+      'true when expires_at was moved earlier to the creating key’s own expiry (a key never outlives the key that made it); the answer’s expires_at is the one that holds.',
+  }),
 })
 
 export const ApiKeyPage = offsetPageOf(ApiKeyView)

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { adminTargetRefusal } from '../../auth/authority'
 import { notFound } from '../../errors/errors'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { auditSourceOf, principalOf } from '../auth/principal'
@@ -42,7 +43,11 @@ export function factorAdminRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' 
       '/users/:id/factors',
       async ({ params, set }) => {
         const id = parseUserId(params.id)
-        if ((await users.get(id)) === null) throw notFound('No user with this id')
+        const user = await users.get(id)
+        if (user === null) throw notFound('No user with this id')
+        // An admin's factors are reset only with `*` (section 17).
+        const refusal = adminTargetRefusal(principalOf(set), id)
+        if (user.role === 'admin' && refusal !== undefined) throw refusal
         await factors.reset(id, auditSourceOf(set))
         set.status = 204
         return ''

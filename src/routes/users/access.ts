@@ -1,4 +1,5 @@
 import type { Role } from '../../auth/access'
+import { adminTargetRefusal, roleChangeRefusal } from '../../auth/authority'
 import { holds } from '../../auth/principal'
 import { fieldDetail } from '../../errors/details'
 import { AppError } from '../../errors/errors'
@@ -29,18 +30,31 @@ export function usersAccess(mode: UsersAccess) {
     },
 
     /**
-     * Who may give a role (section 12), or deactivate and restore an account (section 13): an
-     * admin or a key with users:write, in either mode. A write that would change either
-     * otherwise carries this refusal in its guard.
+     * Who may give or take a role (sections 12 and 17): an admin or a key with `*`; who may
+     * deactivate and restore an account (section 13): an admin or a key with users:write, in
+     * either mode (an admin's account only with `*`: adminRefusal). A write that would change
+     * either otherwise carries this refusal in its guard.
      */
     roleRefusal(set: object, field: 'role' | 'active' = 'role'): AppError | undefined {
-      if (holds(principalOf(set), 'users:write')) return undefined
-      const what = field === 'role' ? 'a role' : 'whether an account is active'
+      const principal = principalOf(set)
+      if (field === 'role') return roleChangeRefusal(principal)
+      if (holds(principal, 'users:write')) return undefined
       return new AppError(
         'FORBIDDEN',
-        `Only an admin or an API key with users:write changes ${what}`,
-        [fieldDetail(field, `users:write is required to change ${what}`, '')],
+        'Only an admin or an API key with users:write changes whether an account is active',
+        [
+          fieldDetail(
+            'active',
+            'users:write is required to change whether an account is active',
+            '',
+          ),
+        ],
       )
+    },
+
+    /** The refusal a write to `targetId` carries in case the account is an admin (section 17). */
+    adminRefusal(set: object, targetId: number): AppError | undefined {
+      return adminTargetRefusal(principalOf(set), targetId)
     },
 
     /** POST: a role other than member, or an inactive account, needs the same authority. */

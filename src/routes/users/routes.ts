@@ -134,6 +134,7 @@ export function usersRoutes(
         refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
         refuseActiveChange:
           body.active === undefined ? undefined : access.roleRefusal(set, 'active'),
+        refuseIfAdmin: access.adminRefusal(set, id),
       },
       auditSourceOf(set),
     )
@@ -315,7 +316,10 @@ export function usersRoutes(
         access.requireSelf(set, 'users:write', id)
         await users.remove(
           id,
-          { versions: versionsFromIfMatch(request.headers.get('if-match'), params.id) },
+          {
+            versions: versionsFromIfMatch(request.headers.get('if-match'), params.id),
+            refuseIfAdmin: access.adminRefusal(set, id),
+          },
           auditSourceOf(set),
         )
         return { id, deleted: true as const }

@@ -211,7 +211,7 @@ describe('SCIM Users', () => {
   })
 
   test('PATCH: Entra and Okta habits; deactivation ends sessions and refuses sign-in', async () => {
-    await using t = await makeTestApp()
+    await using t = await makeTestApp({ scimPasswords: true })
     const headers = await scimKey(t)
     const created = await t.call('POST', '/scim/v2/Users', {
       json: { ...barbara, password: PASSWORD },
@@ -298,18 +298,28 @@ describe('SCIM Users', () => {
     expect(await eventsOf()).toBe(eventsBefore + 1)
   })
 
-  test('a user made outside SCIM is provisioned by its first PATCH, even one that changes no field', async () => {
+  test('a user made outside SCIM is not SCIM’s: it reads it, but PATCH, PUT and DELETE are 403 and change nothing', async () => {
     await using t = await makeTestApp()
     const headers = await scimKey(t)
     const made = await t.post('/users', { name: 'Outside', email: 'outside@example.com' })
-    const before = await t.deps.scimUsers.provenance(made.body.id)
-    expect(before?.provisioned).toBe(false)
-    const patched = await t.call('PATCH', `/scim/v2/Users/${made.body.id}`, {
-      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: true }] },
+    const id = made.body.id
+    expect((await t.get(`/scim/v2/Users/${id}`, { headers })).status).toBe(200)
+    const patched = await t.call('PATCH', `/scim/v2/Users/${id}`, {
+      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: false }] },
       headers,
     })
-    expect(patched.status).toBe(200)
-    expect((await t.deps.scimUsers.provenance(made.body.id))?.provisioned).toBe(true)
+    expectScimError(patched, 403)
+    const replaced = await t.call('PUT', `/scim/v2/Users/${id}`, {
+      json: { schemas: [USER], userName: 'taken@example.com' },
+      headers,
+    })
+    expectScimError(replaced, 403)
+    expectScimError(await t.call('DELETE', `/scim/v2/Users/${id}`, { headers }), 403)
+    expect((await t.deps.scimUsers.provenance(id))?.provisioned).toBe(false)
+    expect((await t.get(`/users/${id}`)).body).toMatchObject({
+      email: 'outside@example.com',
+      active: true,
+    })
   })
 
   test('PATCH of a read-only attribute by path is 400 mutability; a path-less value may echo the id', async () => {

@@ -125,9 +125,9 @@ describe('POST /users validation', () => {
     expect(({} as Record<string, unknown>).admin).toBeUndefined()
   })
 
-  test('constructor and prototype keys are unknown fields', async () => {
+  test('constructor and prototype keys are refused, naming the first', async () => {
     const details = await rejected({ ...valid, constructor: { prototype: {} }, prototype: 1 })
-    expect(details.map((d) => d.field).sort()).toEqual(['constructor', 'prototype'])
+    expect(details.map((d) => d.field)).toEqual(['constructor'])
   })
 
   test.each([
