@@ -1,15 +1,15 @@
 import type * as Dns from 'node:dns/promises'
-import { isIpAddress, refusalOf } from './addresses'
+import { isIpAddress, refusalOf, refusedAs } from './addresses'
 
 /**
  * Requests roster makes to URLs its users gave (outbound webhooks). A URL's host is resolved
- * here, every address it resolves to is checked (refusalOf), and the request goes to the
+ * here, every address it resolves to must be global unicast (refusalOf), and the request goes to the
  * checked address itself, with the URL's host in `Host` and, over TLS, as the name the
  * certificate must carry: a DNS answer that changes between the check and the connection
  * (rebinding) cannot move the request elsewhere. Redirects are never followed.
  */
 export interface EgressPolicy {
-  /** --webhook-allow-private: loopback, private and link-local addresses may be reached. */
+  /** --webhook-allow-private: any address may be reached (loopback, private: tests, a LAN). */
   allowPrivate: boolean
   /** Extra certificate authorities trusted over TLS (tests); the system's otherwise. */
   ca?: string
@@ -69,15 +69,19 @@ export async function checkedAddresses(url: URL, policy: EgressPolicy): Promise<
     for (const address of addresses) {
       const refusal = refusalOf(address)
       if (refusal !== null) {
-        throw new EgressRefused(
-          address === host
-            ? refusal
-            : `${host} resolves to ${address}: ${refusal.split(' is ')[1]}`,
-        )
+        throw new EgressRefused(address === host ? refusal : resolvedTo(host, address))
       }
     }
   }
   return addresses
+}
+
+/** Why a name that resolved to `address` (refused) is refused, naming both. */
+function resolvedTo(host: string, address: string): string {
+  const what = isIpAddress(address) ? refusedAs(address) : null
+  return what === null
+    ? `${host} resolves to ${address}, which is not an IP address`
+    : `${host} resolves to ${address}, which is not a global unicast address: ${what}`
 }
 
 /**

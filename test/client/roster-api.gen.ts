@@ -1632,7 +1632,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to a loopback, private or link-local address is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).
+         * @description Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to anything but a global unicast address (loopback, private, link-local, reserved; an IPv6 form carrying an IPv4 address is judged by it) is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).
          */
         post: operations["postWebhook-endpoints"];
         delete?: never;
@@ -3248,7 +3248,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to a loopback, private or link-local address is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).
+         * @description Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to anything but a global unicast address (loopback, private, link-local, reserved; an IPv6 form carrying an IPv4 address is judged by it) is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).
          */
         post: operations["postV2Webhook-endpoints"];
         delete?: never;
@@ -4046,7 +4046,7 @@ export interface components {
         };
         WebhookEndpointCreate: {
             /**
-             * @description Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to public addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.
+             * @description Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to global unicast addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.
              * @example https://hooks.example.com/roster
              */
             url: string;
@@ -4155,7 +4155,7 @@ export interface components {
         };
         WebhookEndpointPatch: {
             /**
-             * @description Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to public addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.
+             * @description Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to global unicast addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.
              * @example https://hooks.example.com/roster
              */
             url?: string;

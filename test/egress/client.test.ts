@@ -28,7 +28,7 @@ describe('checkedAddresses', () => {
     }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(EgressRefused)
     expect((error as Error).message).toBe(
-      'hooks.example.test resolves to 10.0.0.7: a loopback, private, link-local or reserved address',
+      'hooks.example.test resolves to 10.0.0.7, which is not a global unicast address: private',
     )
   })
 
@@ -54,7 +54,39 @@ describe('checkedAddresses', () => {
     const error = await checkedAddresses(new URL('http://localhost:8080/'), strict).catch(
       (e: unknown) => e,
     )
-    expect((error as Error).message).toMatch(/^localhost resolves to (127\.0\.0\.1|::1): /)
+    expect((error as Error).message).toMatch(
+      /^localhost resolves to (127\.0\.0\.1|::1), which is not a global unicast address: loopback$/,
+    )
+  })
+
+  test('an IPv6 literal carrying an IPv4 address is judged by that address, however the URL spells it', async () => {
+    const refused = {
+      'http://[::7f00:1]/':
+        '::7f00:1 is not a global unicast address: IPv4-compatible, carrying 127.0.0.1: loopback',
+      'http://[::127.0.0.1]/':
+        '::7f00:1 is not a global unicast address: IPv4-compatible, carrying 127.0.0.1: loopback',
+      'http://[::ffff:0:7f00:1]/':
+        '::ffff:0:7f00:1 is not a global unicast address: IPv4-translated (SIIT), carrying 127.0.0.1: loopback',
+      'http://[::a9fe:a9fe]/latest/meta-data':
+        '::a9fe:a9fe is not a global unicast address: IPv4-compatible, carrying 169.254.169.254: link-local (cloud metadata services live at 169.254.169.254)',
+    }
+    for (const [url, message] of Object.entries(refused)) {
+      const error = await checkedAddresses(new URL(url), strict).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(EgressRefused)
+      expect((error as Error).message).toBe(message)
+      expect(await checkedAddresses(new URL(url), open)).toHaveLength(1)
+    }
+  })
+
+  test('a name resolving to such a form is refused by the IPv4 address it carries', async () => {
+    const resolve = async () => ['2606:4700::1111', '64:ff9b::a9fe:a9fe']
+    const error = await checkedAddresses(new URL('https://hooks.example.test/x'), {
+      ...strict,
+      resolve,
+    }).catch((e: unknown) => e)
+    expect((error as Error).message).toBe(
+      'hooks.example.test resolves to 64:ff9b::a9fe:a9fe, which is not a global unicast address: NAT64, carrying 169.254.169.254: link-local (cloud metadata services live at 169.254.169.254)',
+    )
   })
 })
 

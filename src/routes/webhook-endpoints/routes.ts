@@ -129,7 +129,7 @@ export function webhookEndpointRoutes(
           tags,
           summary: 'Create a webhook endpoint',
           description:
-            'Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to a loopback, private or link-local address is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).',
+            'Answers 201 with Location and the endpoint’s `secret` (whsec_…), shown this once: every delivery is signed with it in the Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature). The endpoint receives the matching events committed after it was made, each POSTed as { type, timestamp, data } (data is the audit event), in order, retried with backoff for --webhook-retry-window (3 days). A URL whose host resolves to anything but a global unicast address (loopback, private, link-local, reserved; an IPv6 form carrying an IPv4 address is judged by it) is refused (422) unless the server runs with --webhook-allow-private. At most 100 endpoints (409 beyond).',
           security: create.security,
           responses: documented({
             201: EndpointWithSecret,

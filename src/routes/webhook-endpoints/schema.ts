@@ -24,7 +24,7 @@ const Url = t.String({
   maxLength: MAX_URL_LENGTH,
   error: `must be an http:// or https:// URL of at most ${MAX_URL_LENGTH} characters`,
   description:
-    'Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to public addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.',
+    'Where deliveries are POSTed: http:// or https://, no user name or password, no #fragment. Its host must resolve to global unicast addresses (unless the server runs with --webhook-allow-private), checked now and at every delivery.',
   examples: ['https://hooks.example.com/roster'],
 })
 

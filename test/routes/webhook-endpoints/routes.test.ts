@@ -157,6 +157,35 @@ describe('/webhook-endpoints', () => {
     expect((await t.get('/webhook-endpoints', { headers })).body.pagination.total).toBe(0)
   })
 
+  test('an IPv6 URL that carries an IPv4 address is judged by that address (CONTRACT section 17)', async () => {
+    await using t = await makeTestApp()
+    const headers = await keyWith(t, ['*'])
+    const refused = {
+      'http://[::7f00:1]/hooks': 'carrying 127.0.0.1: loopback',
+      'http://[::127.0.0.1]/hooks': 'carrying 127.0.0.1: loopback',
+      'http://[::ffff:0:7f00:1]/hooks': 'carrying 127.0.0.1: loopback',
+      'http://[::a9fe:a9fe]/latest/meta-data': 'carrying 169.254.169.254: link-local',
+      'http://[64:ff9b::a00:1]/hooks': 'NAT64, carrying 10.0.0.1: private',
+      'http://[2002:a9fe:a9fe::1]/hooks': '6to4, carrying 169.254.169.254: link-local',
+      'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hooks': 'Teredo, carrying 127.0.0.1',
+      'http://[2001:db8::1]/hooks': 'reserved',
+      'http://[fd00::1]/hooks': 'unique-local',
+    }
+    for (const [url, what] of Object.entries(refused)) {
+      const error = expectEnvelope(
+        await t.post('/webhook-endpoints', { url, events: ['*'] }, { headers }),
+        422,
+        'VALIDATION_ERROR',
+      )
+      expect(error.details).toHaveLength(1)
+      expect(error.details[0]).toMatchObject({ field: 'url', received: url })
+      expect(error.details[0]?.message).toContain('is not a global unicast address: ')
+      expect(error.details[0]?.message).toContain(what)
+      expect(error.details[0]?.message).toContain('--webhook-allow-private')
+    }
+    expect((await t.get('/webhook-endpoints', { headers })).body.pagination.total).toBe(0)
+  })
+
   test('who may: webhooks:write and audit:read, or an admin; the 403 names what is missing', async () => {
     await using receiver = await startReceiver()
     await using t = await makeTestApp({ webhookAllowPrivate: true, usersAccess: 'protected' })
@@ -359,7 +388,7 @@ describe('/webhook-endpoints', () => {
       (await t.get('/webhook-endpoints/1/deliveries', { headers })).body.data.at(-1)
     for (let tries = 0; (await last())?.attempts !== 1 && tries < 100; tries++) await Bun.sleep(50)
     expect((await last()).last_error).toMatch(
-      /^localhost resolves to (127\.0\.0\.1|::1): a loopback/,
+      /^localhost resolves to (127\.0\.0\.1|::1), which is not a global unicast address: loopback/,
     )
     expect(receiver.received).toEqual([])
   })
