@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { StreamSlots } from './audit/stream-slots'
 import { type Deps, VERSION } from './deps'
 import type { AccessLog } from './http/access-log'
 import { answerObservers } from './http/answer-observers'
@@ -13,7 +14,7 @@ import { RouteTable } from './http/route-table'
 import { unroutedRequests } from './http/unrouted'
 import { accountChangeRoutes, linkPageRoutes, mailFlowRoutes } from './routes/account/mail-flows'
 import { accountRoutes } from './routes/account/routes'
-import { eventsRoutes } from './routes/audit/events'
+import { eventsRoutes, STREAM_LIFETIME_MS } from './routes/audit/events'
 import { auditRoutes } from './routes/audit/routes'
 import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
@@ -213,6 +214,11 @@ function routeInputs(deps: Deps) {
     events: {
       auth,
       hub: deps.feed,
+      slots: new StreamSlots(
+        { perHolder: config.maxEventStreamsPerCredential, total: config.maxEventStreams },
+        STREAM_LIFETIME_MS,
+        clock,
+      ),
       isPosition: deps.audit.feed.isPosition,
       config,
     },

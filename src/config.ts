@@ -41,6 +41,10 @@ export interface Config {
   readonly maxFileSize: number
   readonly maxFiles: number
   readonly maxUploadSize: number
+  /** Live feed streams (GET /events) this instance holds open at once, in all. */
+  readonly maxEventStreams: number
+  /** The same for one API key, or one user with all its sessions and tokens. */
+  readonly maxEventStreamsPerCredential: number
   /** Requests a second per client IP (bursts of as many), or null when off. */
   readonly rateLimit: number | null
   /** How long received webhook events are kept (ms) before the housekeeping deletes them. */
@@ -252,6 +256,24 @@ export const SERVE_OPTIONS = [
     defaultText: '1GiB',
     help: 'most bytes of files in one upload (bytes, or with KiB, MiB, GiB)',
     parse: parseSize,
+  }),
+  option({
+    key: 'maxEventStreams',
+    fallback: () => 1000,
+    flag: 'max-event-streams',
+    env: ['ROSTER_MAX_EVENT_STREAMS'],
+    defaultText: '1000',
+    help: 'most live feed streams (GET /events) open at once on this instance (429 beyond)',
+    parse: (text, source) => parseIntegerIn(text, source, 1, 1_000_000),
+  }),
+  option({
+    key: 'maxEventStreamsPerCredential',
+    fallback: () => 10,
+    flag: 'max-event-streams-per-credential',
+    env: ['ROSTER_MAX_EVENT_STREAMS_PER_CREDENTIAL'],
+    defaultText: '10',
+    help: 'most live feed streams open at once for one API key, or one user with all its sessions (429 beyond)',
+    parse: (text, source) => parseIntegerIn(text, source, 1, 1_000_000),
   }),
   option({
     key: 'rateLimit',

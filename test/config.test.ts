@@ -22,6 +22,8 @@ describe('loadConfig', () => {
       maxFileSize: 100 * 1024 * 1024,
       maxFiles: 20,
       maxUploadSize: 1024 * 1024 * 1024,
+      maxEventStreams: 1000,
+      maxEventStreamsPerCredential: 10,
       rateLimit: null,
       webhookRetention: 90 * 24 * 60 * 60 * 1000,
       auditRetention: 90 * 24 * 60 * 60 * 1000,

@@ -123,4 +123,63 @@ describe('the audit log through the compiled binary', () => {
     expect(Date.now() - stopping).toBeLessThan(3000)
     expect(await stream.next()).toBeNull()
   })
+
+  test('/events streams are capped per credential and in all (flags and environment); a client that hangs up frees its place', async () => {
+    using dir = tempDir()
+    const data = ['--data-dir', dir.path]
+    const keyOf = async (name: string) =>
+      (await runBinary(['keys', 'create', '--name', name, ...data])).stdout.trim()
+    const [a, b] = [await keyOf('a'), await keyOf('b')]
+    const server = await startBinary([...data, '--max-event-streams-per-credential', '2'], {
+      env: cleanEnv({ ROSTER_MAX_EVENT_STREAMS: '3' }),
+    })
+    const hangUps: AbortController[] = []
+    /** Opens a stream; a 200 is read up to its first frame and kept open. */
+    const open = async (key: string) => {
+      const hangUp = new AbortController()
+      const response = await fetch(`${server.url}/events`, {
+        headers: { 'x-api-key': key },
+        signal: hangUp.signal,
+      })
+      if (response.status === 200) {
+        hangUps.push(hangUp)
+        expect(await new SseReader(response.body as ReadableStream<Uint8Array>).next()).toEqual({
+          retry: '3000',
+        })
+      }
+      return response
+    }
+    const expectRefused = async (key: string, message: string) => {
+      const response = await open(key)
+      expect(response.status).toBe(429)
+      expect(response.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/)
+      const body = (await response.json()) as { error: { code: string; message: string } }
+      expect(body.error.code).toBe('RATE_LIMITED')
+      expect(body.error.message).toContain(message)
+    }
+    try {
+      expect((await open(a)).status).toBe(200)
+      expect((await open(a)).status).toBe(200)
+      await expectRefused(a, 'This credential has 2 event streams open')
+      expect((await open(b)).status).toBe(200)
+      await expectRefused(b, 'This server has 3 event streams open')
+      // The first client hangs up: the server sees the connection close and frees its place.
+      hangUps.shift()?.abort()
+      let status = 0
+      for (let tries = 0; tries < 100 && status !== 200; tries++) {
+        await Bun.sleep(20)
+        const response = await open(b)
+        status = response.status
+        if (status !== 200) await response.body?.cancel()
+      }
+      expect(status).toBe(200)
+      await expectRefused(b, 'This credential has 2 event streams open')
+    } finally {
+      for (const hangUp of hangUps) hangUp.abort()
+      await server.stop()
+    }
+    const bad = await runBinary(['serve', ...data, '--max-event-streams', '0'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('--max-event-streams')
+  })
 })

@@ -2,10 +2,14 @@ import type { Server } from 'bun'
 import { Elysia } from 'elysia'
 import type { FeedHub } from '../../audit/feed-hub'
 import { actionMatches, type FeedEntry } from '../../audit/log'
+import type { StreamRefusal, StreamSlots } from '../../audit/stream-slots'
+import { principalKey } from '../../auth/principal'
 import type { Config } from '../../config'
+import { AppError } from '../../errors/errors'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { QueryReader } from '../../http/query'
 import type { AuthPlugin } from '../auth/plugin'
+import { principalOf } from '../auth/principal'
 import { guardOf } from '../authorisation'
 
 const tags = ['audit']
@@ -13,9 +17,11 @@ const tags = ['audit']
 export interface EventsRouteInputs {
   auth: AuthPlugin
   hub: Pick<FeedHub, 'subscribe'>
+  /** The open streams, capped per credential and in all (one for every mount). */
+  slots: Pick<StreamSlots, 'take'>
   /** Whether a Last-Event-ID is a place this feed hands out. */
   isPosition(text: string): boolean
-  config: Pick<Config, 'usersAccess'>
+  config: Pick<Config, 'usersAccess' | 'maxEventStreams' | 'maxEventStreamsPerCredential'>
 }
 
 /** Unread bytes a subscriber may have waiting before it is dropped (it resumes from the table). */
@@ -43,24 +49,29 @@ const STREAM_HEADERS = {
  * with its place as `id`, resumable with Last-Event-ID on any instance.
  */
 export function eventsRoutes(inputs: EventsRouteInputs, prefix: '' | '/v1' | '/v2') {
-  const { auth, hub, config } = inputs
+  const { auth, hub, slots, config } = inputs
   const rule = guardOf('GET /events', config.usersAccess)
   return new Elysia({ prefix })
     .use(auth)
     .get(
       '/events',
-      ({ request, server }) => {
+      ({ request, server, set }) => {
         const { from, types } = readRequest(request, inputs.isPosition)
-        // Quiet for up to a heartbeat at a time: the connection's idle timer must not end it.
+        const slot = slots.take(principalKey(principalOf(set)))
+        if ('retryAfterS' in slot)
+          throw tooManyStreams(slot, config)
+          // Quiet for up to a heartbeat at a time: the connection's idle timer must not end it.
         ;(server as Server<unknown> | null)?.timeout(request, 0)
-        return new Response(eventStream(hub, from, types), { headers: STREAM_HEADERS })
+        return new Response(eventStream(hub, from, types, slot.release), {
+          headers: STREAM_HEADERS,
+        })
       },
       {
         ...rule.hook,
         detail: {
           tags,
           summary: 'The audit log, live (audit:read)',
-          description: `Server-Sent Events (text/event-stream): every audit event as it is committed, in commit order, as \`id: <place>\` and \`data: <the event as GET /audit shows it>\`. Reconnecting with \`Last-Event-ID\` (EventSource sends it by itself; or \`?last_event_id=\`) resumes after that event on any instance, without loss or repeat. Without it the stream starts with what happens next. \`types\` keeps only some actions (\`user.created,group.*\`). A comment line (\`: heartbeat\`) comes every 15 s; a stream ends after ${STREAM_LIFETIME_MS / 60_000} minutes (the client reconnects, and its credential is checked again); a client that reads too slowly is disconnected and resumes from its last event.`,
+          description: `Server-Sent Events (text/event-stream): every audit event as it is committed, in commit order, as \`id: <place>\` and \`data: <the event as GET /audit shows it>\`. Reconnecting with \`Last-Event-ID\` (EventSource sends it by itself; or \`?last_event_id=\`) resumes after that event on any instance, without loss or repeat. Without it the stream starts with what happens next. \`types\` keeps only some actions (\`user.created,group.*\`). A comment line (\`: heartbeat\`) comes every 15 s; a stream ends after ${STREAM_LIFETIME_MS / 60_000} minutes (the client reconnects, and its credential is checked again); a client that reads too slowly is disconnected and resumes from its last event. One credential (an API key, or a user with all its sessions) holds at most ${config.maxEventStreamsPerCredential} streams at once and the instance ${config.maxEventStreams} in all (--max-event-streams-per-credential, --max-event-streams); beyond them 429 RATE_LIMITED with Retry-After, the seconds until the oldest of those streams ends (closing one frees its place at once).`,
           security: rule.security,
           parameters: [
             {
@@ -82,7 +93,9 @@ export function eventsRoutes(inputs: EventsRouteInputs, prefix: '' | '/v1' | '/v
               description: 'An endless stream of events',
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
-            ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR')),
+            ...documented(
+              errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'VALIDATION_ERROR', 'RATE_LIMITED'),
+            ),
           },
         },
       },
@@ -95,6 +108,18 @@ export function eventsRoutes(inputs: EventsRouteInputs, prefix: '' | '/v1' | '/v
       },
       { ...rule.hook, detail: { hide: true } },
     )
+}
+
+/** 429 RATE_LIMITED for a stream over a cap, saying which and how to get a place. */
+function tooManyStreams(
+  refusal: StreamRefusal,
+  config: Pick<Config, 'maxEventStreams' | 'maxEventStreamsPerCredential'>,
+): AppError {
+  const message =
+    refusal.over === 'holder'
+      ? `This credential has ${config.maxEventStreamsPerCredential} event streams open, as many as it may: close one, or wait`
+      : `This server has ${config.maxEventStreams} event streams open, as many as it takes: try again later`
+  return new AppError('RATE_LIMITED', message, [], { 'retry-after': String(refusal.retryAfterS) })
 }
 
 /** Where to start and which types to send; one VALIDATION_ERROR naming each bad part. */
@@ -124,11 +149,15 @@ function readRequest(
 
 const encoder = new TextEncoder()
 
-/** One subscriber's stream: frames as the hub delivers, ended by the client, the hub or time. */
+/**
+ * One subscriber's stream: frames as the hub delivers, ended by the client, the hub or time;
+ * `release` gives its slot back whichever ends it.
+ */
 function eventStream(
   hub: Pick<FeedHub, 'subscribe'>,
   from: string | null,
   types: string[] | null,
+  release: () => void,
 ): ReadableStream<Uint8Array> {
   let ended = false
   let unsubscribe = () => {}
@@ -143,6 +172,7 @@ function eventStream(
           ended = true
           clearTimeout(lifetime)
           unsubscribe()
+          release()
           try {
             controller.close()
           } catch {
@@ -157,7 +187,7 @@ function eventStream(
         }
         write(`retry: ${RETRY_MS}\n\n`)
         lifetime = setTimeout(end, STREAM_LIFETIME_MS)
-        unsubscribe = await hub.subscribe(from, {
+        const subscribed = hub.subscribe(from, {
           deliver(entries) {
             let text = ''
             for (const entry of entries) {
@@ -169,12 +199,19 @@ function eventStream(
           heartbeat: () => write(': heartbeat\n\n'),
           close: end,
         })
+        // The feed could not be read (the database did not answer): end, so the slot is free
+        // and the client comes back after `retry`.
+        unsubscribe = await subscribed.catch(() => {
+          end()
+          return () => {}
+        })
         if (ended) unsubscribe()
       },
       cancel() {
         ended = true
         clearTimeout(lifetime)
         unsubscribe()
+        release()
       },
     },
     new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),

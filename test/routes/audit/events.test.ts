@@ -2,15 +2,17 @@ import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../../src/audit/events'
 import { ManualClock } from '../../../src/timers'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
-import { apiKey } from '../../helpers/auth'
+import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
 import { SseReader } from '../../helpers/sse'
 
 /** A stream of /events, once the hub has it (its first read of the feed done). */
-async function subscribe(t: TestApp, key: string, path = '/events', headers = {}) {
+function subscribe(t: TestApp, key: string, path = '/events', headers = {}) {
+  return subscribeWith(t, { 'x-api-key': key, ...headers }, path)
+}
+
+async function subscribeWith(t: TestApp, headers: Record<string, string>, path = '/events') {
   const before = t.deps.feed.size
-  const response = await t.app.handle(
-    new Request(`http://localhost${path}`, { headers: { 'x-api-key': key, ...headers } }),
-  )
+  const response = await t.app.handle(new Request(`http://localhost${path}`, { headers }))
   expect(response.status).toBe(200)
   expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
   expect(response.headers.get('cache-control')).toBe('no-store')
@@ -18,6 +20,20 @@ async function subscribe(t: TestApp, key: string, path = '/events', headers = {}
   expect(await reader.next()).toEqual({ retry: '3000' })
   for (let tries = 0; tries < 500 && t.deps.feed.size === before; tries++) await Bun.sleep(2)
   return reader
+}
+
+/** Ada (made by signedIn) signs in once more: a new token and a new session. */
+async function signedInAgain(t: TestApp) {
+  const login = await t.call(
+    'POST',
+    '/login',
+    form({ email: 'ada@example.com', password: PASSWORD }),
+  )
+  expect(login.status).toBe(200)
+  return {
+    token: login.body.access_token as string,
+    cookie: (login.headers.get('set-cookie') ?? '').split(';', 1)[0] as string,
+  }
 }
 
 const makeUser = (t: TestApp, key: string, name: string) =>
@@ -131,5 +147,98 @@ describe('GET /events', () => {
       body: head.text,
     }).toEqual({ status: 200, type: 'text/event-stream; charset=utf-8', body: '' })
     expect(t.deps.feed.size).toBe(0)
+  })
+
+  describe('streams are capped per credential and in all (CONTRACT section 17)', () => {
+    /** Expects the 429 of a stream over a cap; returns its Retry-After and message. */
+    const refused = async (t: TestApp, headers: Record<string, string>) => {
+      const reply = await t.get('/events', { headers })
+      const error = expectEnvelope(reply, 429, 'RATE_LIMITED')
+      const retryAfter = reply.headers.get('retry-after') ?? ''
+      expect(retryAfter).toMatch(/^[1-9][0-9]*$/)
+      return { retryAfter: Number(retryAfter), message: error.message }
+    }
+
+    test('one key holds 10 at most: the 11th is 429 RATE_LIMITED with Retry-After; closing one frees its place', async () => {
+      const clock = new ManualClock(Date.now())
+      await using t = await makeTestApp({}, clock)
+      const key = await apiKey(t, 'a')
+      const streams: SseReader[] = []
+      const mounts = ['', '/v1', '/v2']
+      for (let n = 0; n < 10; n++) streams.push(await subscribe(t, key, `${mounts[n % 3]}/events`))
+      clock.advance(4 * 60_000)
+      const over = await refused(t, { 'x-api-key': key })
+      // The oldest of its streams ends within its 10 minutes: 6 minutes left.
+      expect(over.retryAfter).toBe(360)
+      expect(over.message).toContain('10 event streams open')
+      await refused(t, { 'x-api-key': key })
+      expect(t.deps.feed.size).toBe(10)
+      // Another key is not held back by this one's streams.
+      const other = await subscribe(t, await apiKey(t, 'b'))
+      await streams.pop()?.cancel()
+      const again = await subscribe(t, key, '/v2/events')
+      await refused(t, { 'x-api-key': key })
+      for (const stream of [...streams, other, again]) await stream.cancel()
+    })
+
+    test('a user’s sessions and tokens count as one credential', async () => {
+      await using t = await makeTestApp({ maxEventStreamsPerCredential: 2 })
+      const ada = await signedIn(t)
+      await t.deps.users.update(ada.userId, { role: 'admin' }, { versions: null }, SYSTEM)
+      // Promoted, then signed in twice: a token from one sign-in, a session from the other.
+      const byToken = { authorization: `Bearer ${(await signedInAgain(t)).token}` }
+      const bySession = { cookie: (await signedInAgain(t)).cookie }
+      const first = await subscribeWith(t, byToken)
+      const second = await subscribeWith(t, bySession)
+      const { message } = await refused(t, byToken)
+      expect(message).toContain('2 event streams open')
+      await refused(t, bySession)
+      await first.cancel()
+      const third = await subscribeWith(t, bySession)
+      await second.cancel()
+      await third.cancel()
+    })
+
+    test('the instance holds --max-event-streams in all: beyond, 429 for every credential until one closes', async () => {
+      await using t = await makeTestApp({ maxEventStreams: 3 })
+      const [a, b] = [await apiKey(t, 'a'), await apiKey(t, 'b')]
+      const open = [await subscribe(t, a), await subscribe(t, a), await subscribe(t, b)]
+      const over = await refused(t, { 'x-api-key': b })
+      expect(over.message).toContain('3 event streams open')
+      expect(over.retryAfter).toBeLessThanOrEqual(600)
+      await refused(t, { 'x-api-key': await apiKey(t, 'c') })
+      await open[0]?.cancel()
+      const replaced = await subscribe(t, b)
+      await refused(t, { 'x-api-key': a })
+      for (const stream of [...open.slice(1), replaced]) await stream.cancel()
+    })
+
+    test('a stream that ends by itself (a client too slow) gives its place back; a refused request takes none', async () => {
+      await using t = await makeTestApp({ maxEventStreamsPerCredential: 1 })
+      const key = await apiKey(t)
+      // Bad input is a 422 and holds no place.
+      expectEnvelope(
+        await t.get('/events?types=nope', { headers: { 'x-api-key': key } }),
+        422,
+        'VALIDATION_ERROR',
+      )
+      const response = await t.app.handle(
+        new Request('http://localhost/events', { headers: { 'x-api-key': key } }),
+      )
+      for (let tries = 0; tries < 100 && t.deps.feed.size === 0; tries++) await Bun.sleep(5)
+      await refused(t, { 'x-api-key': key })
+      const changes = { note: { before: null, after: 'x'.repeat(2000) } }
+      for (let n = 0; n < 700; n++) {
+        await t.deps.audit.record(SYSTEM, {
+          action: 'user.updated',
+          target: { type: 'user', id: '1' },
+          changes,
+        })
+      }
+      for (let tries = 0; tries < 200 && t.deps.feed.size > 0; tries++) await Bun.sleep(5)
+      await response.body?.cancel()
+      const after = await subscribe(t, key)
+      await after.cancel()
+    })
   })
 })
