@@ -133,4 +133,35 @@ describe('the audit feed on two instances sharing PostgreSQL', () => {
     expect(copies).toBeLessThanOrEqual(1)
     for (const entry of receiver.answered.slice(0, 50)) verifyDelivery(entry, secret)
   })
+
+  test('each instance caps its own /events streams: one key, one stream on each; a second on either is 429 until one closes', async () => {
+    await using cluster = await startCluster({
+      flags: ['--max-event-streams-per-credential', '1'],
+    })
+    const made = await runBinary(['keys', 'create', '--name', 'feed', ...cluster.cliFlags], {
+      env: cluster.env,
+    })
+    const key = made.stdout.trim()
+    const open = (base: string) => fetch(`${base}/events`, { headers: { 'x-api-key': key } })
+    const [first, second] = cluster.instances.map((instance) => instance.url) as [string, string]
+    const streams = [await open(first), await open(second)]
+    expect(streams.map((response) => response.status)).toEqual([200, 200])
+    for (const base of [first, second]) {
+      const refused = await open(base)
+      expect(refused.status).toBe(429)
+      expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/)
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+        'RATE_LIMITED',
+      )
+    }
+    await streams[0]?.body?.cancel()
+    let again: Response | null = null
+    await until(async () => {
+      again = await open(first)
+      if (again.status !== 200) await again.body?.cancel()
+      return again.status === 200
+    })
+    await (again as Response | null)?.body?.cancel()
+    await streams[1]?.body?.cancel()
+  })
 })
