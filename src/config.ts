@@ -51,7 +51,7 @@ export interface Config {
   readonly webhookRetention: number
   /** How long audit events are kept (ms) before the housekeeping deletes them. */
   readonly auditRetention: number
-  /** Outbound webhooks may go to loopback, private and link-local addresses. */
+  /** Outbound webhooks may go to any address, not only global unicast ones (tests, a LAN). */
   readonly webhookAllowPrivate: boolean
   /** How long a failing outbound delivery is retried (ms) before its endpoint is disabled. */
   readonly webhookRetryWindow: number
@@ -309,7 +309,7 @@ export const SERVE_OPTIONS = [
     flag: 'webhook-allow-private',
     env: ['ROSTER_WEBHOOK_ALLOW_PRIVATE'],
     defaultText: 'false',
-    help: 'let webhook endpoints be on loopback, private and link-local addresses (a receiver on this machine or your network); without it such URLs are refused, when made and at every delivery',
+    help: 'let webhook endpoints be on addresses that are not global unicast: loopback, private, link-local (a receiver on this machine or your network); without it such URLs are refused, when made and at every delivery',
     parse: parseBoolean,
   }),
   option({

@@ -74,7 +74,13 @@ export function refusalOf(address: string): string | null {
  * carrying 127.0.0.1: loopback"), or null when it is one. `address` must be an IP.
  */
 export function refusedAs(address: string): string | null {
-  const parsed = ipaddr().parse(address)
+  let parsed: IPv4 | IPv6
+  try {
+    parsed = ipaddr().parse(address)
+  } catch {
+    // Node took it for an IP and the library does not: refused, never sent on a guess.
+    return 'not a form of address the judge reads'
+  }
   return parsed.kind() === 'ipv4' ? ipv4Refusal(parsed as IPv4) : ipv6Refusal(parsed as IPv6)
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
 import { refusalOf, refusedAs } from '../../src/egress/addresses'
 
 /** [address, what it is (the end of the refusal)] */
@@ -106,6 +107,32 @@ describe('the addresses an outbound request may reach: global unicast only', () 
       expect(refusalOf(address)).toBeNull()
     })
   }
+
+  test('every IPv6 form carrying an IPv4 address gets that address’s verdict (2,000 random addresses)', () => {
+    const hex = (octets: number[], at: number) =>
+      (((octets[at] as number) << 8) | (octets[at + 1] as number)).toString(16)
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 4, maxLength: 4 }),
+        (octets) => {
+          const [high, low] = [hex(octets, 0), hex(octets, 2)]
+          const verdict = refusedAs(octets.join('.')) === null
+          const forms = [
+            `::ffff:${high}:${low}`,
+            `::${high}:${low}`,
+            `::ffff:0:${high}:${low}`,
+            `64:ff9b::${high}:${low}`,
+            `64:ff9b:1::${high}:${low}`,
+            `2002:${high}:${low}::1`,
+            `2001:0:${high}:${low}:8000:63bf:f7f7:f7f7`,
+          ]
+          for (const form of forms)
+            expect([form, refusedAs(form) === null]).toEqual([form, verdict])
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
 
   test('a name is not an address (names are resolved first, never connected to by name)', () => {
     expect(refusalOf('localhost')).toBe('localhost is not an IP address')
