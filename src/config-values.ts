@@ -170,12 +170,18 @@ export function parseShortDuration(text: string, source: string): number {
   return parseDurationOf(text, source, 'smhd', 10_000)
 }
 
+/** A wait such as `45s` or `2m` (at least a second), in milliseconds. */
+export function parseTimeout(text: string, source: string): number {
+  return parseDurationOf(text, source, 'sm', 1000)
+}
+
 function parseDurationOf(text: string, source: string, units: string, minMs: number): number {
   const match = new RegExp(`^([0-9]{1,6}) ?([${units}])$`, 'i').exec(text.trim())
   const unit = DURATION_UNITS[(match?.[2] ?? '').toLowerCase()]
   const value = match === null || unit === undefined ? 0 : Number(match[1]) * unit
   if (value < minMs) {
-    const example = units.includes('s') ? '3d, 12h or 45s' : '90d, 36h or 30m'
+    const example =
+      units === 'sm' ? '45s or 2m' : units.includes('s') ? '3d, 12h or 45s' : '90d, 36h or 30m'
     throw invalid(source, text, `a duration such as ${example}`)
   }
   return value

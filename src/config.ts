@@ -14,6 +14,7 @@ import {
   parseSecrets,
   parseShortDuration,
   parseSize,
+  parseTimeout,
   parseTrustProxy,
 } from './config-values'
 
@@ -59,6 +60,8 @@ export interface Config {
   readonly webhookSecrets: readonly string[]
   /** smtp[s]://user:pass@host:port: where mail goes; null keeps it in the outbox. */
   readonly smtpUrl: string | null
+  /** How long one message's send may take in all (ms): then the connection is dropped. */
+  readonly smtpTimeout: number
   /** The From of every message. */
   readonly mailFrom: string
   /** A directory whose templates replace the embedded ones, file by file; null: none. */
@@ -350,6 +353,15 @@ export const SERVE_OPTIONS = [
     defaultText: '(mail stays in the outbox)',
     help: 'smtp://user:password@host:587 (STARTTLS when the server offers it) or smtps://…:465 (TLS from the start): send mail through this server. Without it, mail waits in the outbox (roster mail list, the console)',
     parse: parseSmtpUrl,
+  }),
+  option({
+    key: 'smtpTimeout',
+    fallback: () => 45_000,
+    flag: 'smtp-timeout',
+    env: ['ROSTER_SMTP_TIMEOUT'],
+    defaultText: '45s',
+    help: 'how long the mail server has to take one message, every wait together (connecting, its greeting, each answer); then the connection is dropped and the message tried again later. On PostgreSQL a worker holds each message for this and a third more (60 s by default), so no other instance sends it meanwhile',
+    parse: parseTimeout,
   }),
   option({
     key: 'mailFrom',

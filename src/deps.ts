@@ -301,7 +301,8 @@ function mailOf(
     now,
     onMail: () => worker.wake(),
   })
-  const transport = config.smtpUrl === null ? null : createSmtpTransport(config.smtpUrl)
+  const transport =
+    config.smtpUrl === null ? null : createSmtpTransport(config.smtpUrl, config.smtpTimeout)
   const worker = new MailWorker(outbox, transport, config.mailFrom, timers, log, flows.prepare)
   if (backend.shared) worker.pollMs = SHARED_INBOX_POLL_MS
   return { outbox, worker, flows }

@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       webhookRetryWindow: 3 * 24 * 60 * 60 * 1000,
       webhookSecrets: [],
       smtpUrl: null,
+      smtpTimeout: 45_000,
       mailFrom: 'roster <no-reply@localhost>',
       mailTemplates: null,
       requireVerifiedEmail: false,
@@ -113,6 +114,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ 'rate-limit': 'off' }, { ROSTER_RATE_LIMIT: '5/s' }).rateLimit).toBe(null)
   })
 
+  test('SMTP timeout: seconds or minutes, at least a second', () => {
+    expect(loadConfig({ 'smtp-timeout': '2s' }, {}).smtpTimeout).toBe(2000)
+    expect(loadConfig({}, { ROSTER_SMTP_TIMEOUT: '2m' }).smtpTimeout).toBe(120_000)
+  })
+
   test('public URL keeps a path and drops the trailing slash', () => {
     expect(loadConfig({ 'public-url': 'https://x.example.com/api/' }, {}).publicUrl).toBe(
       'https://x.example.com/api',
@@ -139,6 +145,9 @@ describe('loadConfig', () => {
     [{ 'rate-limit': '0/s' }, {}, '--rate-limit'],
     [{ 'rate-limit': '50/m' }, {}, '--rate-limit'],
     [{}, { ROSTER_RATE_LIMIT: '1.5/s' }, 'ROSTER_RATE_LIMIT'],
+    [{ 'smtp-timeout': '0s' }, {}, '--smtp-timeout'],
+    [{ 'smtp-timeout': '500ms' }, {}, '--smtp-timeout'],
+    [{}, { ROSTER_SMTP_TIMEOUT: '1h' }, 'ROSTER_SMTP_TIMEOUT'],
   ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)

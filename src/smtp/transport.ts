@@ -11,6 +11,8 @@ export interface Envelope {
 
 /** Where mail goes. `send` resolves once the mail server has taken the message. */
 export interface MailTransport {
+  /** `send` settles within this many ms, whatever the server does (--smtp-timeout). */
+  readonly limitMs: number
   send(envelope: Envelope): Promise<void>
   close(): void
 }
@@ -22,32 +24,33 @@ export interface MailTransport {
 export class PermanentMailError extends Error {}
 
 /**
- * How long a send may take at most, all waits together: the outbox lease outlives it, so a
- * message is never claimed by a second worker while the first still talks to the server.
- */
-export const SMTP_SEND_LIMIT_MS = 45_000
-
-/**
  * SMTP through nodemailer, the Node ecosystem's SMTP client (STARTTLS, AUTH, pooling, the
  * SMTP reply codes kept on its errors). `smtps://` speaks TLS from the start; `smtp://` upgrades
  * with STARTTLS when the server offers it. The library is loaded on first use, so a server
  * that sends no mail never loads it.
+ *
+ * A send ends within `limitMs` however the server behaves: nodemailer's own timeouts each bound
+ * one wait (connecting, the greeting, an idle socket), so a server that answers slowly but
+ * keeps answering could hold a send for ever; at the limit the send is aborted, which closes
+ * its connection before anything more is written. The outbox's lease relies on this bound.
  */
-export function createSmtpTransport(url: string): MailTransport {
+export function createSmtpTransport(url: string, limitMs: number): MailTransport {
   type Transporter = import('nodemailer').Transporter
   let transporter: Promise<Transporter> | null = null
   const open = async (): Promise<Transporter> => {
     const nodemailer = (await import('nodemailer')).default
     return nodemailer.createTransport({
       url,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 20_000,
+      connectionTimeout: Math.min(10_000, limitMs),
+      greetingTimeout: Math.min(10_000, limitMs),
+      socketTimeout: Math.min(20_000, limitMs),
     } as Parameters<typeof nodemailer.createTransport>[0])
   }
   return {
+    limitMs,
     async send(envelope) {
       transporter ??= open()
+      const signal = AbortSignal.timeout(limitMs)
       try {
         await (await transporter).sendMail({
           from: envelope.from,
@@ -56,8 +59,12 @@ export function createSmtpTransport(url: string): MailTransport {
           text: envelope.text,
           html: envelope.html,
           messageId: envelope.messageId,
+          signal,
         })
       } catch (error) {
+        if (signal.aborted) {
+          throw new Error(`the mail server did not take the message within ${limitMs / 1000} s`)
+        }
         throw classified(error)
       }
     },

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { type ParsedMail, simpleParser } from 'mailparser'
 import { SMTPServer } from 'smtp-server'
 
@@ -128,6 +128,60 @@ export async function startSmtpServer(options: { auth?: { user: string; pass: st
     },
     async [Symbol.asyncDispose]() {
       await close().catch(() => {})
+    },
+  }
+}
+
+/**
+ * A mail server that accepts connections and hangs: a plain TCP server in front of `target`'s
+ * port. While `hang()` holds, a connection gets nothing, never a greeting (the client gives up
+ * or dies); after `slow(ms)`, each new connection waits `ms` and is then joined to the real
+ * SMTP server, which greets and takes the message.
+ */
+export async function startHangingFront(target: { port: number }) {
+  let delayMs: number | null = null
+  let held = 0
+  const sockets = new Set<Socket>()
+  const server = createServer((client) => {
+    sockets.add(client)
+    client.on('error', () => {})
+    client.on('close', () => sockets.delete(client))
+    if (delayMs === null) {
+      held += 1
+      return
+    }
+    const join = setTimeout(() => {
+      const upstream = connect(target.port, '127.0.0.1')
+      sockets.add(upstream)
+      upstream.on('error', () => client.destroy())
+      upstream.on('close', () => {
+        sockets.delete(upstream)
+        client.destroy()
+      })
+      client.on('close', () => upstream.destroy())
+      client.pipe(upstream).pipe(client)
+    }, delayMs)
+    client.on('close', () => clearTimeout(join))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    /** How many connections were accepted and never greeted. */
+    get held() {
+      return held
+    },
+    /** New connections are held without a greeting (the default). */
+    hang() {
+      delayMs = null
+    },
+    /** New connections are greeted after `ms`, by the real server. */
+    slow(ms: number) {
+      delayMs = ms
+    },
+    async [Symbol.asyncDispose]() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
 }

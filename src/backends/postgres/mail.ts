@@ -15,7 +15,6 @@ import {
   type RequestedRow,
   requestedOfRow,
 } from '../../mail/outbox'
-import { SMTP_SEND_LIMIT_MS } from '../../smtp/transport'
 import { emailKey } from '../../users/records'
 import { pageOf, type WithTotal } from './page'
 
@@ -25,11 +24,11 @@ export interface PgMailOutbox extends MailOutbox {
 }
 
 /**
- * How long a claimed message is this instance's alone: longer than a send may take
- * (SMTP_SEND_LIMIT_MS), so no second worker takes it while the first still talks to the mail
- * server. An instance that dies holding a claim delays the message by at most this much.
+ * How long a claimed message is this instance's alone: longer than a send may take (the
+ * default --smtp-timeout, 45 s), so no second worker takes it while the first still talks to
+ * the mail server. An instance that dies holding a claim delays the message by at most this much.
  */
-export const MAIL_LEASE_MS = SMTP_SEND_LIMIT_MS + 15_000
+export const MAIL_LEASE_MS = 60_000
 
 const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_error, created_at,
   sent_at, text_body AS text`
