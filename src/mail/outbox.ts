@@ -115,21 +115,23 @@ export interface MailWrites {
 /**
  * The mail outbox (its writes happen in units of work: MailWrites). Written for a database
  * without a single writer: `claimDue` hands a message
- * to one worker at a time (on a shared database a lease another instance's worker skips until
- * it lapses, so an instance that dies while sending loses nothing; on SQLite, one worker per
- * file, a claim is a read), and each outcome ends the claim.
+ * to one worker at a time (on a shared database a lease, until `leaseUntil`, that another
+ * instance's worker skips until it lapses, so an instance that dies while sending loses
+ * nothing; on SQLite, one worker per file, a claim is a read), and each outcome ends the claim.
+ * The worker chooses the lease: it must outlast the work done under it.
  */
 export interface MailOutbox {
   /** Up to `limit` requested messages, the oldest first, claimed for writing. */
-  claimRequested(limit: number): Promise<RequestedMail[]>
+  claimRequested(limit: number, leaseUntil: number): Promise<RequestedMail[]>
   /** Up to `limit` pending messages due now, the earliest first, claimed for sending. */
-  claimDue(limit: number): Promise<OutgoingMail[]>
+  claimDue(limit: number, leaseUntil: number): Promise<OutgoingMail[]>
   /** The mail server took it: `sent`, its bodies cleared. */
   markSent(id: number): Promise<void>
-  /** An attempt failed; `retryAt` (epoch ms) null means no more attempts (`failed`). */
+  /**
+   * An attempt failed; `retryAt` (epoch ms) null means no more attempts (`failed`). A message
+   * no longer pending (another worker sent it meanwhile) stays as it is.
+   */
   markFailed(id: number, error: string, retryAt: number | null): Promise<void>
-  /** Gives back claimed messages that were not tried (the worker stopped first). */
-  release(ids: readonly number[]): Promise<void>
   /**
    * When the next message falls due (epoch ms), or null when none waits: a requested one, or
    * (with `sending`) a pending one too.

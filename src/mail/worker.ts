@@ -13,8 +13,20 @@ export const DEFAULT_MAIL_RETRY: RetryPolicy = {
   maxAttempts: 15,
 }
 
-/** Messages claimed at once. */
-const BATCH_SIZE = 16
+/** Requested messages claimed at once for writing (database work: milliseconds each). */
+const WRITE_BATCH = 16
+
+/** How long a batch of requested messages is held for writing; a dead holder delays it this long. */
+const WRITE_LEASE_MS = 60_000
+
+/**
+ * How long a message is held for its send: the transport's limit (within which a send ends,
+ * whatever the server does) and a third more, at least a second, to store the outcome. 60 s for
+ * the default 45 s.
+ */
+export function sendLeaseMs(sendLimitMs: number): number {
+  return sendLimitMs + Math.max(1000, Math.ceil(sendLimitMs / 3))
+}
 
 /**
  * Writes the messages requests asked for (`prepare`: the flow reads the account, issues the
@@ -23,8 +35,15 @@ const BATCH_SIZE = 16
  * writes them: they wait in the outbox. It is woken after a message is asked for and at start
  * (what a crash or a stop left). A message is marked sent once the mail server has taken it; a
  * refusal for good (5xx) marks it failed; any other failure is retried with exponential
- * backoff. The one window for a second copy is a crash between the server's "250 OK" and the
- * mark: the copy carries the same Message-ID.
+ * backoff.
+ *
+ * Each message is claimed on its own, just before its send, under a lease that outlasts the
+ * send (`sendLeaseMs`): the work a worker holds never outlives its lease, so on a shared
+ * database no other instance takes a message while this one may still be sending it, however
+ * slow the mail server (a batch claimed at once would wait behind the sends before it, and
+ * could lapse while still held). The one window for a second copy is a crash (or a send cut
+ * off at its limit) between the server's "250 OK" and the mark: the copy carries the same
+ * Message-ID.
  */
 export class MailWorker {
   retry: RetryPolicy = DEFAULT_MAIL_RETRY
@@ -82,18 +101,27 @@ export class MailWorker {
   private async drain(): Promise<void> {
     const { transport } = this
     while (!this.schedule.stopped) {
-      const requested = await this.outbox.claimRequested(BATCH_SIZE)
-      for (const request of requested) await this.prepare(request)
-      const due = transport === null ? [] : await this.outbox.claimDue(BATCH_SIZE)
-      if (requested.length === 0 && due.length === 0) return
-      for (const [index, mail] of due.entries()) {
-        if (this.schedule.stopped) {
-          await this.outbox.release(due.slice(index).map((left) => left.id))
-          return
-        }
-        await this.attempt(transport as MailTransport, mail)
-      }
+      const wrote = await this.writeRequested()
+      const sent = transport !== null && (await this.sendNext(transport))
+      if (!wrote && !sent) return
     }
+  }
+
+  /** Writes a batch of requested messages; false when none was waiting. */
+  private async writeRequested(): Promise<boolean> {
+    const leaseUntil = this.timers.now() + WRITE_LEASE_MS
+    const requested = await this.outbox.claimRequested(WRITE_BATCH, leaseUntil)
+    for (const request of requested) await this.prepare(request)
+    return requested.length > 0
+  }
+
+  /** Claims the next due message and tries it; false when none is due. */
+  private async sendNext(transport: MailTransport): Promise<boolean> {
+    const leaseUntil = this.timers.now() + sendLeaseMs(transport.limitMs)
+    const [mail] = await this.outbox.claimDue(1, leaseUntil)
+    if (mail === undefined) return false
+    await this.attempt(transport, mail)
+    return true
   }
 
   private async attempt(transport: MailTransport, mail: OutgoingMail): Promise<void> {

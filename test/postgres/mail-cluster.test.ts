@@ -1,11 +1,12 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { runBinary } from '../helpers/binary'
 import { type Cluster, startCluster, until } from '../helpers/cluster'
-import { startSmtpServer } from '../helpers/smtp'
+import { startHangingFront, startSmtpServer } from '../helpers/smtp'
 
 // The mail flows on two instances of the compiled binary sharing PostgreSQL, with a real SMTP
 // server: a link asked for on one instance works on the other, the limits and a code's tries
-// count across both, and mail an instance dies holding goes out from the other, once.
+// count across both, mail an instance dies holding goes out from the other, once, and a mail
+// server that hangs or greets late gets every message once.
 
 setDefaultTimeout(60_000)
 
@@ -30,10 +31,17 @@ async function post(
   }
 }
 
-async function withMailCluster() {
+/** Two instances sending to `smtpUrl` (else to the real SMTP server itself). */
+async function withMailCluster(options: { smtpUrl?: string; flags?: string[] } = {}) {
   const smtp = await startSmtpServer()
   const cluster = await startCluster({
-    flags: ['--smtp-url', smtp.url, '--public-url', PUBLIC_URL],
+    flags: [
+      '--smtp-url',
+      options.smtpUrl ?? smtp.url,
+      '--public-url',
+      PUBLIC_URL,
+      ...(options.flags ?? []),
+    ],
   })
   const [a, b] = cluster.instances.map((instance) => instance.url) as [string, string]
   const made = await post(cluster.url, '/users', { name: 'Ada', email: 'ada@example.com' })
@@ -167,4 +175,42 @@ describe('mail on two instances sharing PostgreSQL', () => {
     await Bun.sleep(2500)
     expect(env.smtp.received).toHaveLength(1)
   }, 100_000)
+
+  test('a mail server that accepts connections and hangs, then greets late: each message arrives exactly once', async () => {
+    await using smtp = await startSmtpServer()
+    await using front = await startHangingFront(smtp)
+    // A send may take 1 s (a lease of 2 s): a batch of messages held at once would lapse.
+    await using env = await withMailCluster({ smtpUrl: front.url, flags: ['--smtp-timeout', '1s'] })
+    const count = 24
+    for (let n = 0; n < count; n++) {
+      const email = `user${n}@example.com`
+      expect((await post(env.cluster.url, '/users', { name: `User ${n}`, email })).status).toBe(201)
+      // Each from its own client (the proxy is trusted), under the per-client limit.
+      const asked = await post(
+        n % 2 === 0 ? env.a : env.b,
+        '/auth/password-reset/request',
+        { email },
+        { 'x-forwarded-for': `198.51.100.${n}` },
+      )
+      expect(asked.status).toBe(202)
+    }
+    // Both instances' workers try messages against a server that never greets, then against
+    // one that greets after 0.7 s of each 1 s a send may take.
+    await until(() => front.held >= 4, 20_000)
+    front.slow(700)
+    const deliveries = () => {
+      const perMessageId = new Map<string, number>()
+      for (const mail of smtp.received) {
+        perMessageId.set(mail.messageId, (perMessageId.get(mail.messageId) ?? 0) + 1)
+      }
+      return perMessageId
+    }
+    await until(() => deliveries().size === count, 90_000)
+    // Long enough for any lease still held to lapse and its message to be sent a second time.
+    await Bun.sleep(5000)
+    const sentTwice = [...deliveries()].filter(([, times]) => times > 1)
+    expect(sentTwice).toEqual([])
+    expect(smtp.received).toHaveLength(count)
+    expect(new Set(smtp.received.map((mail) => mail.to)).size).toBe(count)
+  }, 150_000)
 })

@@ -16,6 +16,9 @@ const mail = (n: number, to = `user${n}@example.com`): NewMail => ({
   clientIp: '192.0.2.1',
 })
 
+/** The lease a worker asks for (it outlasts the work done under it). */
+const LEASE_MS = 60_000
+
 const enqueue = (backend: Backend, message: NewMail) =>
   backend.transaction((tx) => tx.mail.enqueue(message))
 
@@ -52,7 +55,10 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
       await enqueue(env.a, mail(i))
       env.clock.advance(1)
     }
-    const [first, second] = await Promise.all([env.a.mail.claimDue(6), env.b.mail.claimDue(6)])
+    const [first, second] = await Promise.all([
+      env.a.mail.claimDue(6, env.clock.now() + LEASE_MS),
+      env.b.mail.claimDue(6, env.clock.now() + LEASE_MS),
+    ])
     const subjects = (claimed: typeof first) => claimed.map((message) => message.subject)
     expect(subjects(first)).toEqual(
       subjects(first).toSorted((x, y) => x.localeCompare(y, 'en', { numeric: true })),
@@ -78,9 +84,9 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
   test('sent: not due again, its bodies cleared (they carry single-use links)', async () => {
     await using env = await twoBackends()
     await enqueue(env.a, mail(1))
-    const [claimed] = await env.a.mail.claimDue(10)
+    const [claimed] = await env.a.mail.claimDue(10, env.clock.now() + LEASE_MS)
     await env.a.mail.markSent(claimed?.id as number)
-    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toEqual([])
     expect(await env.b.mail.earliestDue(true)).toBeNull()
     expect(await env.b.mail.get(claimed?.id as number)).toMatchObject({
       status: 'sent',
@@ -93,11 +99,11 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
   test('a failed attempt waits for its retry; the last one leaves it failed until a resend', async () => {
     await using env = await twoBackends()
     await enqueue(env.a, mail(1))
-    const [claimed] = await env.a.mail.claimDue(10)
+    const [claimed] = await env.a.mail.claimDue(10, env.clock.now() + LEASE_MS)
     const id = claimed?.id as number
     const retryAt = env.clock.now() + 2000
     await env.a.mail.markFailed(id, '421 try again later', retryAt)
-    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toEqual([])
     expect(await env.b.mail.earliestDue(true)).toBe(retryAt)
     expect(await env.b.mail.get(id)).toMatchObject({
       status: 'pending',
@@ -106,7 +112,7 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     })
     expect(await env.b.mail.resend(id)).toBe('not-failed')
     env.clock.advance(2000)
-    const [again] = await env.b.mail.claimDue(10)
+    const [again] = await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)
     expect(again).toMatchObject({ id, attempts: 1 })
     await env.b.mail.markFailed(id, '550 no such mailbox', null)
     expect(await env.a.mail.earliestDue(true)).toBeNull()
@@ -116,7 +122,9 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
       expect(failed.data.map((message) => message.id)).toEqual([id])
     }
     expect(await env.a.mail.resend(id)).toMatchObject({ id, status: 'pending', attempts: 0 })
-    expect((await env.b.mail.claimDue(10)).map((message) => message.id)).toEqual([id])
+    expect(
+      (await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).map((message) => message.id),
+    ).toEqual([id])
     expect(await env.a.mail.resend(9999)).toBe('missing')
   })
 
@@ -134,20 +142,36 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     expect(await subjects('oldest', 'pending')).toEqual([one, two])
   })
 
-  test('a released claim is due again at once; an unreleased one when its lease lapses', async () => {
+  test('a claim is held until the lease the worker named, then due again', async () => {
     await using env = await twoBackends()
     await enqueue(env.a, mail(1))
-    await enqueue(env.a, mail(2))
-    const claimed = await env.a.mail.claimDue(10)
-    await env.a.mail.release([claimed[0]?.id as number])
-    expect((await env.b.mail.claimDue(10)).map((message) => message.subject)).toEqual(
-      env.a.shared ? ['Reset 1'] : ['Reset 1', 'Reset 2'],
-    )
-    if (env.a.shared) {
-      // The instance holding "Reset 2" died: another takes it once the lease is over.
-      env.clock.advance(61_000)
-      expect((await env.b.mail.claimDue(10)).map((message) => message.subject)).toContain('Reset 2')
-    }
+    const [claimed] = await env.a.mail.claimDue(10, env.clock.now() + 5000)
+    expect(claimed?.subject).toBe('Reset 1')
+    if (!env.a.shared) return
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toEqual([])
+    expect(await env.b.mail.earliestDue(true)).toBe(env.clock.now() + 5000)
+    // The instance holding it died: another takes it once the lease is over, not before.
+    env.clock.advance(4999)
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toEqual([])
+    env.clock.advance(1)
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toMatchObject([
+      { id: claimed?.id },
+    ])
+  })
+
+  test('a failure recorded after another worker sent the message leaves it sent', async () => {
+    await using env = await twoBackends()
+    await enqueue(env.a, mail(1))
+    const [claimed] = await env.a.mail.claimDue(10, env.clock.now() + LEASE_MS)
+    const id = claimed?.id as number
+    await env.b.mail.markSent(id)
+    await env.a.mail.markFailed(id, 'timed out', env.clock.now() + 2000)
+    expect(await env.b.mail.get(id)).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      last_error: null,
+    })
+    expect(await env.b.mail.earliestDue(true)).toBeNull()
   })
 
   test('a request is one row the same for every address; the worker fulfils or suppresses it, once', async () => {
@@ -166,9 +190,9 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     env.clock.advance(1000)
     await request(2, 'nobody@example.com')
     // Requested rows are written before they are sent: not due for sending, due for writing.
-    expect(await env.b.mail.claimDue(10)).toEqual([])
+    expect(await env.b.mail.claimDue(10, env.clock.now() + LEASE_MS)).toEqual([])
     expect(await env.b.mail.earliestDue(false)).toBe(env.clock.now() - 1000)
-    const claimed = await env.b.mail.claimRequested(10)
+    const claimed = await env.b.mail.claimRequested(10, env.clock.now() + LEASE_MS)
     expect(claimed).toEqual([
       {
         id: expect.any(Number),
@@ -180,7 +204,8 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
       },
       expect.objectContaining({ to: 'nobody@example.com' }),
     ])
-    if (env.a.shared) expect(await env.a.mail.claimRequested(10)).toEqual([])
+    if (env.a.shared)
+      expect(await env.a.mail.claimRequested(10, env.clock.now() + LEASE_MS)).toEqual([])
     const [ada, nobody] = claimed as unknown as [{ id: number }, { id: number }]
     await env.b.transaction(async (tx) => {
       await tx.mail.fulfil(ada.id, 'ada@example.com', {
@@ -192,9 +217,9 @@ describe('mail outbox contract (two instances where the backend is shared)', () 
     })
     // A second worker's late write changes nothing: only a requested row is written.
     await env.a.transaction((tx) => tx.mail.suppress(ada.id, 'late'))
-    expect(await env.a.mail.claimRequested(10)).toEqual([])
+    expect(await env.a.mail.claimRequested(10, env.clock.now() + LEASE_MS)).toEqual([])
     expect(await env.a.mail.earliestDue(false)).toBeNull()
-    expect(await env.a.mail.claimDue(10)).toMatchObject([
+    expect(await env.a.mail.claimDue(10, env.clock.now() + LEASE_MS)).toMatchObject([
       {
         id: ada.id,
         to: 'ada@example.com',

@@ -23,26 +23,15 @@ export interface PgMailOutbox extends MailOutbox {
   inUnit(tx: SQL): MailWrites
 }
 
-/**
- * How long a claimed message is this instance's alone: longer than a send may take (the
- * default --smtp-timeout, 45 s), so no second worker takes it while the first still talks to
- * the mail server. An instance that dies holding a claim delays the message by at most this much.
- */
-export const MAIL_LEASE_MS = 60_000
-
 const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_error, created_at,
   sent_at, text_body AS text`
 
 /**
  * The outbox in PostgreSQL, shared by every instance's worker: `claimDue` leases due messages
- * no one holds (`FOR UPDATE SKIP LOCKED`); the outcome ends the lease; a message whose
- * instance died mid-send is due again once its lease lapses.
+ * no one holds (`FOR UPDATE SKIP LOCKED`) until the time the worker names; the outcome ends
+ * the lease; a message whose instance died mid-send is due again once its lease lapses.
  */
-export function createPgMailOutbox(
-  pool: SQL,
-  now: () => Date,
-  leaseMs = MAIL_LEASE_MS,
-): PgMailOutbox {
+export function createPgMailOutbox(pool: SQL, now: () => Date): PgMailOutbox {
   const enqueue = async (sql: SQL, mail: NewMail) => {
     const at = now()
     await sql`
@@ -75,6 +64,7 @@ export function createPgMailOutbox(
   const claim = async <T extends { id: number }>(
     status: string,
     limit: number,
+    leaseUntil: number,
     columns: string,
   ) => {
     const at = now().getTime()
@@ -88,7 +78,7 @@ export function createPgMailOutbox(
        ) due
        WHERE m.id = due.id
        RETURNING ${columns}, m.next_attempt_at::float8 AS due`,
-      [at + leaseMs, at, status, limit],
+      [leaseUntil, at, status, limit],
     )
     // Earliest due first, as the claim chose them (UPDATE … RETURNING keeps no order).
     return rows.sort((a, b) => a.due - b.due || a.id - b.id)
@@ -113,19 +103,21 @@ export function createPgMailOutbox(
       countSince: (counter, since) => countSince(tx, counter, since),
     }),
 
-    async claimRequested(limit): Promise<RequestedMail[]> {
+    async claimRequested(limit, leaseUntil): Promise<RequestedMail[]> {
       const rows = await claim<RequestedRow>(
         'requested',
         limit,
+        leaseUntil,
         'm.id, m.flow, m.to_address, m.client_ip, m.link_base, m.message_id',
       )
       return rows.map(requestedOfRow)
     },
 
-    async claimDue(limit) {
+    async claimDue(limit, leaseUntil) {
       const rows = await claim<OutgoingRow>(
         'pending',
         limit,
+        leaseUntil,
         'm.id, m.message_id, m.to_address, m.subject, m.text_body, m.html_body, m.attempts',
       )
       return rows.map(outgoingOfRow)
@@ -144,12 +136,7 @@ export function createPgMailOutbox(
         UPDATE mail_outbox SET status = ${retryAt === null ? 'failed' : 'pending'},
           attempts = attempts + 1, last_error = ${error.slice(0, 1000)},
           next_attempt_at = ${retryAt}, lease_until = NULL
-        WHERE id = ${id}`
-    },
-
-    async release(ids) {
-      if (ids.length === 0) return
-      await pool`UPDATE mail_outbox SET lease_until = NULL WHERE id = ANY(${ids}::int[])`
+        WHERE id = ${id} AND status = 'pending'`
     },
 
     async earliestDue(sending) {

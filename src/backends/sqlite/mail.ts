@@ -25,8 +25,8 @@ const VIEW = `id, flow, to_address AS "to", subject, status, attempts, last_erro
   sent_at, text_body AS text`
 
 /**
- * The outbox in SQLite: one worker per file, so a claim is a read of committed rows; the
- * outcomes go through the group commit.
+ * The outbox in SQLite: one worker per file, so a claim is a read of committed rows (no lease);
+ * the outcomes go through the group commit.
  */
 export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMailOutbox {
   const writer = store.db.$client
@@ -82,7 +82,8 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
   )
   const failed = writer.query(
     `UPDATE mail_outbox SET status = CASE WHEN ?1 IS NULL THEN 'failed' ELSE 'pending' END,
-       attempts = attempts + 1, last_error = ?2, next_attempt_at = ?1 WHERE id = ?3`,
+       attempts = attempts + 1, last_error = ?2, next_attempt_at = ?1
+     WHERE id = ?3 AND status = 'pending'`,
   )
   const statusOf = writer.query<{ status: MailStatus }, [number]>(
     'SELECT status FROM mail_outbox WHERE id = ?',
@@ -173,8 +174,6 @@ export function createSqliteMailOutbox(store: Store, now: () => Date): SqliteMai
       writes.run(() => {
         failed.run(retryAt, error.slice(0, 1000), id)
       }),
-    // A claim on SQLite is a read: there is nothing to give back.
-    release: () => Promise.resolve(),
     earliestDue: (sending) =>
       settle(() => (sending ? earliest : earliestRequested).get()?.at ?? null),
     resend: (id) =>
