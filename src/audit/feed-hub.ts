@@ -8,6 +8,12 @@ export interface FeedSubscriber {
    * client reads too slowly): the hub drops it, and the client resumes from its last event.
    */
   deliver(entries: readonly FeedEntry[]): boolean
+  /**
+   * Resolves once the subscriber can take more without a backlog (its client has read what
+   * was queued), or it has ended. A catch-up waits on it before each event, so a client far
+   * behind gets its backlog as fast as it reads, and nothing piles up for it meanwhile.
+   */
+  ready(): Promise<void>
   /** Nothing happened for a while; false drops it as `deliver` does. */
   heartbeat(): boolean
   /** The hub let go of it (dropped, or shutting down). */
@@ -193,13 +199,21 @@ export class FeedHub {
     })
   }
 
-  /** Reads from the table for a subscriber behind the hub, until it has caught up. */
+  /**
+   * Reads from the table for a subscriber behind the hub, until it has caught up. Each event is
+   * handed over once the subscriber is ready for it: the pace is the client's, so a client that
+   * reads keeps its connection however far behind it starts (only the live feed, which cannot
+   * wait for one client, can leave it too much unread).
+   */
   private async catchUp(subscription: Subscription): Promise<void> {
     for (;;) {
       if (subscription.closed) return
       const entries = await this.feed.after(subscription.cursor, BATCH)
+      for (const entry of entries) {
+        await subscription.subscriber.ready()
+        if (subscription.closed || !this.send(subscription, [entry])) return
+      }
       if (subscription.closed) return
-      if (entries.length > 0 && !this.send(subscription, entries)) return
       if (entries.length === BATCH) continue
       // Synchronous from here: the hub cannot read in between, so nothing falls in a gap.
       if (this.head !== null && subscription.cursor < this.head) continue

@@ -1,4 +1,4 @@
-import { connect } from 'node:net'
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 
 /**
  * A client that goes away: sends the request head and the start of its body over a raw
@@ -103,5 +103,44 @@ export class OnceClient {
     const waiting = this.waiting
     this.waiting = null
     waiting?.(status)
+  }
+}
+
+/**
+ * A network link of limited bandwidth in front of `url`'s port: a TCP relay that passes what
+ * the server sends at `bytesPerSecond` at most (requests go through as they come). A client
+ * behind it reads as fast as it can, but no faster than a real network carries the bytes;
+ * the server meets backpressure as it would there, which loopback alone hardly gives.
+ */
+export async function slowLink(url: string, bytesPerSecond: number) {
+  const target = Number(new URL(url).port)
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => sockets.delete(socket))
+  }
+  const server = createServer((client) => {
+    const upstream = connect(target, '127.0.0.1')
+    track(client)
+    track(upstream)
+    client.pipe(upstream)
+    upstream.on('data', (chunk: Buffer) => {
+      // Each chunk takes the time the link needs to carry it; the server waits meanwhile.
+      upstream.pause()
+      client.write(chunk)
+      setTimeout(() => upstream.resume(), (chunk.length / bytesPerSecond) * 1000)
+    })
+    upstream.on('end', () => client.end())
+    upstream.on('close', () => client.destroy())
+    client.on('close', () => upstream.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async [Symbol.asyncDispose]() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
   }
 }

@@ -71,7 +71,7 @@ export function eventsRoutes(inputs: EventsRouteInputs, prefix: '' | '/v1' | '/v
         detail: {
           tags,
           summary: 'The audit log, live (audit:read)',
-          description: `Server-Sent Events (text/event-stream): every audit event as it is committed, in commit order, as \`id: <place>\` and \`data: <the event as GET /audit shows it>\`. Reconnecting with \`Last-Event-ID\` (EventSource sends it by itself; or \`?last_event_id=\`) resumes after that event on any instance, without loss or repeat. Without it the stream starts with what happens next. \`types\` keeps only some actions (\`user.created,group.*\`). A comment line (\`: heartbeat\`) comes every 15 s; a stream ends after ${STREAM_LIFETIME_MS / 60_000} minutes (the client reconnects, and its credential is checked again); a client that reads too slowly is disconnected and resumes from its last event. One credential (an API key, or a user with all its sessions) holds at most ${config.maxEventStreamsPerCredential} streams at once and the instance ${config.maxEventStreams} in all (--max-event-streams-per-credential, --max-event-streams); beyond them 429 RATE_LIMITED with Retry-After, the seconds until the oldest of those streams ends (closing one frees its place at once).`,
+          description: `Server-Sent Events (text/event-stream): every audit event as it is committed, in commit order, as \`id: <place>\` and \`data: <the event as GET /audit shows it>\`. Reconnecting with \`Last-Event-ID\` (EventSource sends it by itself; or \`?last_event_id=\`) resumes after that event on any instance, without loss or repeat. Without it the stream starts with what happens next. \`types\` keeps only some actions (\`user.created,group.*\`). A comment line (\`: heartbeat\`) comes every 15 s; a stream ends after ${STREAM_LIFETIME_MS / 60_000} minutes (the client reconnects, and its credential is checked again); a client far behind gets its backlog at the pace it reads; once caught up, one that lets a megabyte pile up unread is disconnected and resumes from its last event. One credential (an API key, or a user with all its sessions) holds at most ${config.maxEventStreamsPerCredential} streams at once and the instance ${config.maxEventStreams} in all (--max-event-streams-per-credential, --max-event-streams); beyond them 429 RATE_LIMITED with Retry-After, the seconds until the oldest of those streams ends (closing one frees its place at once).`,
           security: rule.security,
           parameters: [
             {
@@ -162,6 +162,13 @@ function eventStream(
   let ended = false
   let unsubscribe = () => {}
   let lifetime: Timer | undefined
+  /** The catch-up waiting for the client to read (resolved by `pull`, or by the end). */
+  let waiting: (() => void) | null = null
+  const wakeWaiting = () => {
+    const wake = waiting
+    waiting = null
+    wake?.()
+  }
   const matches = (entry: FeedEntry) =>
     types === null || types.some((type) => actionMatches(entry.event.action, type))
   return new ReadableStream<Uint8Array>(
@@ -171,6 +178,7 @@ function eventStream(
           if (ended) return
           ended = true
           clearTimeout(lifetime)
+          wakeWaiting()
           unsubscribe()
           release()
           try {
@@ -196,6 +204,14 @@ function eventStream(
             }
             return text === '' || write(text)
           },
+          ready() {
+            // Below the queue's high-water mark the client keeps up; above it, `pull` says when
+            // it has read down to it again.
+            if (ended || (controller.desiredSize ?? 0) > 0) return Promise.resolve()
+            return new Promise<void>((resolve) => {
+              waiting = resolve
+            })
+          },
           heartbeat: () => write(': heartbeat\n\n'),
           close: end,
         })
@@ -207,9 +223,14 @@ function eventStream(
         })
         if (ended) unsubscribe()
       },
+      /** The client read the queue down below its high-water mark: the catch-up may go on. */
+      pull() {
+        wakeWaiting()
+      },
       cancel() {
         ended = true
         clearTimeout(lifetime)
+        wakeWaiting()
         unsubscribe()
         release()
       },

@@ -1,9 +1,14 @@
 import { describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { SYSTEM } from '../../../src/audit/events'
+import type { Deps } from '../../../src/deps'
+import { memoryLogger } from '../../../src/log'
+import { startServer } from '../../../src/server'
 import { ManualClock } from '../../../src/timers'
-import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
+import { expectEnvelope, makeTestApp, type TestApp, testData } from '../../helpers/app'
 import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
 import { SseReader } from '../../helpers/sse'
+import { slowLink } from '../../helpers/wire'
 
 /** A stream of /events, once the hub has it (its first read of the feed done). */
 function subscribe(t: TestApp, key: string, path = '/events', headers = {}) {
@@ -241,4 +246,100 @@ describe('GET /events', () => {
       await after.cancel()
     })
   })
+})
+
+/** roster listening on a loopback port, over a fresh database of the run's backend. */
+async function listening() {
+  const data = await testData({ logFile: '/dev/null' })
+  const server = await startServer(data.config, memoryLogger())
+  const key = (await server.deps.apiKeys.create({ name: 'feed', scopes: ['*'] }, SYSTEM)).key
+  return {
+    ...server,
+    key,
+    async [Symbol.asyncDispose]() {
+      await server.stop()
+      await data[Symbol.asyncDispose]()
+    },
+  }
+}
+
+/**
+ * Records events `from`…`to - 1` (their target ids), 200 at a time, each about 2.3 KB as a
+ * frame: a table read of 500 is over a megabyte.
+ */
+async function recordMany(deps: Deps, from: number, to: number) {
+  const changes = { note: { before: null, after: 'x'.repeat(2000) } }
+  for (let start = from; start < to; start += 200) {
+    const batch = []
+    for (let n = start; n < Math.min(start + 200, to); n++) {
+      batch.push(
+        deps.audit.record(SYSTEM, {
+          action: 'user.updated',
+          target: { type: 'user', id: String(n) },
+          changes,
+        }),
+      )
+    }
+    await Promise.all(batch)
+  }
+}
+
+/** Polls until `check` holds (10 s at most). */
+async function until(check: () => boolean, ms = 10_000) {
+  for (const deadline = Date.now() + ms; !check(); await Bun.sleep(10)) {
+    if (Date.now() > deadline) throw new Error('timed out waiting')
+  }
+}
+
+describe('GET /events over HTTP', () => {
+  test('a client 12,000 events behind, reading as fast as it can, gets every one in order on one connection', async () => {
+    await using server = await listening()
+    const headers = { 'x-api-key': server.key }
+    const first = await fetch(`${server.url}/events`, { headers })
+    const marker = new SseReader(first.body as ReadableStream<Uint8Array>)
+    await until(() => server.deps.feed.size === 1)
+    await recordMany(server.deps, -1, 0)
+    const [start] = await marker.events(1)
+    await marker.cancel()
+    const behind = 12_000
+    await recordMany(server.deps, 0, behind)
+    // Over a link of 10 MB/s: the client reads as fast as the network lets it.
+    await using link = await slowLink(server.url, 10_000_000)
+    const resumed = await fetch(`${link.url}/events`, {
+      headers: { ...headers, 'last-event-id': start?.id as string },
+    })
+    const stream = new SseReader(resumed.body as ReadableStream<Uint8Array>)
+    // Throws if the stream ends first (the server cut the client off).
+    const events = await stream.events(behind, 10_000)
+    // Each once (recorded many at a time, they commit in any order: the feed's is commit order).
+    expect(events.map(({ event }) => Number(event.target.id)).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: behind }, (_, n) => n),
+    )
+    const ids = events.map(({ id }) => id)
+    expect(ids.filter((id, i) => i > 0 && (ids[i - 1] as string) >= id)).toEqual([])
+    // Still the same connection, now live.
+    await recordMany(server.deps, behind, behind + 1)
+    expect((await stream.events(1))[0]?.event.target.id).toBe(String(behind))
+    await stream.cancel()
+  }, 120_000)
+
+  test('a client that stops reading is cut off once a megabyte waits unread', async () => {
+    await using server = await listening()
+    const url = new URL(server.url)
+    // A client that sends its request and then reads nothing: what the server writes fills the
+    // sockets' buffers, then the stream's queue.
+    const client = connect(Number(url.port), url.hostname)
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()))
+    client.write(`GET /events HTTP/1.1\r\nHost: ${url.host}\r\nx-api-key: ${server.key}\r\n\r\n`)
+    client.pause()
+    await until(() => server.deps.feed.size === 1)
+    let recorded = 0
+    while (server.deps.feed.size > 0 && recorded < 60_000) {
+      await recordMany(server.deps, recorded, recorded + 1000)
+      recorded += 1000
+      await Bun.sleep(20)
+    }
+    await until(() => server.deps.feed.size === 0)
+    client.destroy()
+  }, 120_000)
 })
