@@ -29,6 +29,8 @@ export interface Config {
   readonly databasePrepare: boolean
   /** `s3://BUCKET[/PREFIX]`: uploads in an S3-compatible bucket; null: DATA_DIR/uploads. */
   readonly storage: { readonly bucket: string; readonly prefix: string } | null
+  /** The longest wait (ms) for one request to the bucket that moves file bytes. */
+  readonly storageTimeout: number
   readonly publicUrl: string | null
   readonly logFile: string | null
   readonly sync: 'full' | 'normal'
@@ -79,6 +81,9 @@ export interface Config {
 export type TrustProxy = { readonly hops: number } | { readonly proxies: readonly string[] } | null
 
 export { ConfigError, parseSize }
+
+/** `--storage-timeout`'s default: the longest wait for one request that moves file bytes. */
+export const DEFAULT_STORAGE_TIMEOUT_MS = 30_000
 
 type Env = Record<string, string | undefined>
 
@@ -162,6 +167,15 @@ export const SERVE_OPTIONS = [
     defaultText: '(DATA_DIR/uploads)',
     help: 's3://BUCKET[/PREFIX]: keep uploads in an S3-compatible bucket (endpoint, region and credentials from S3_* or AWS_* variables)',
     parse: parseStorage,
+  }),
+  option({
+    key: 'storageTimeout',
+    fallback: () => DEFAULT_STORAGE_TIMEOUT_MS,
+    flag: 'storage-timeout',
+    env: ['ROSTER_STORAGE_TIMEOUT'],
+    defaultText: '30s',
+    help: 'with --storage s3://…: the longest wait for one request to the bucket that moves file bytes (a part of an upload, a chunk of a download); deletes and other small requests wait at most 10 s, or this if shorter (such as 30s, 2m)',
+    parse: parseTimeout,
   }),
   option({
     key: 'publicUrl',

@@ -177,7 +177,7 @@ export async function makeDeps(
     serving: options.serving === true,
     turnReads: options.turnReads === true,
   })
-  const fileStore = await openFileStore(config, uploadDir, backend, options.env).catch(
+  const fileStore = await openFileStore(config, uploadDir, backend, options.env, log).catch(
     async (error: unknown) => {
       await backend.close()
       throw error

@@ -11,6 +11,7 @@ describe('loadConfig', () => {
       databaseUrl: null,
       databasePrepare: true,
       storage: null,
+      storageTimeout: 30_000,
       publicUrl: null,
       logFile: null,
       sync: 'full',
@@ -102,6 +103,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ 'max-files': '3' }, {}).maxFiles).toBe(3)
   })
 
+  test('the storage timeout: seconds or minutes, at least one second', () => {
+    expect(loadConfig({ 'storage-timeout': '5s' }, {}).storageTimeout).toBe(5000)
+    expect(loadConfig({}, { ROSTER_STORAGE_TIMEOUT: '2m' }).storageTimeout).toBe(120_000)
+  })
+
   test('webhook secrets: ROSTER_WEBHOOK_SECRET, comma-separated, blanks dropped', () => {
     expect(
       loadConfig({}, { ROSTER_WEBHOOK_SECRET: ' whsec_a , old-secret,,' }).webhookSecrets,
@@ -148,6 +154,9 @@ describe('loadConfig', () => {
     [{ 'smtp-timeout': '0s' }, {}, '--smtp-timeout'],
     [{ 'smtp-timeout': '500ms' }, {}, '--smtp-timeout'],
     [{}, { ROSTER_SMTP_TIMEOUT: '1h' }, 'ROSTER_SMTP_TIMEOUT'],
+    [{ 'storage-timeout': '0s' }, {}, '--storage-timeout'],
+    [{ 'storage-timeout': '30' }, {}, '--storage-timeout'],
+    [{ 'storage-timeout': '1h' }, {}, '--storage-timeout'],
   ])('%p / %p is a ConfigError naming %s', (flags, env, name) => {
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(ConfigError)
     expect(() => loadConfig(flags as Record<string, string>, env)).toThrow(name)

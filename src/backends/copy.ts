@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import type { Config } from '../config'
 import { CopyError } from '../db/errors'
+import { bucketDeadlines } from '../storage/deadlines'
 import type { FileStore } from '../storage/file-store'
 import { IncompleteUploads } from '../storage/multipart-uploads'
 import { S3Store } from '../storage/s3'
@@ -85,6 +86,8 @@ export async function copyRoster(
   target: {
     databaseUrl: string
     storage: Config['storage']
+    /** --storage-timeout (the default when not given). */
+    storageTimeout?: number
     env: Record<string, string | undefined>
   },
   progress: CopyProgress,
@@ -104,14 +107,24 @@ export async function copyRoster(
 }
 
 function openBucket(
-  target: { storage: Config['storage']; env: Record<string, string | undefined> },
+  target: {
+    storage: Config['storage']
+    storageTimeout?: number
+    env: Record<string, string | undefined>
+  },
   database: CopyTarget,
 ): Bucket {
   const { client, location, access } = bucketClient(
     target.storage as NonNullable<Config['storage']>,
     target.env,
   )
-  const store = new S3Store(client, location, new IncompleteUploads(access))
+  const deadlines = bucketDeadlines(target.storageTimeout)
+  const store = new S3Store(
+    client,
+    location,
+    new IncompleteUploads(access, { deadlines }),
+    deadlines,
+  )
   const files = createUploadFiles({
     store,
     pending: database.pendingFiles,

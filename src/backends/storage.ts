@@ -1,6 +1,7 @@
 import type { S3Client } from 'bun'
 import type { Config } from '../config'
 import { ConfigError } from '../config-values'
+import type { Logger } from '../log'
 import type { FileStore } from '../storage/file-store'
 import { LocalDiskStore } from '../storage/local-disk'
 import type { BucketAccess } from '../storage/multipart-uploads'
@@ -22,6 +23,7 @@ export async function openFileStore(
   uploadDir: string,
   backend: Pick<Backend, 'pendingFiles'>,
   env: Env = process.env,
+  log?: Logger,
 ): Promise<FileStore> {
   if (config.storage === null) return new LocalDiskStore(uploadDir)
   if (backend.pendingFiles === null) {
@@ -31,11 +33,14 @@ export async function openFileStore(
   }
   const { client, location, access } = bucketClient(config.storage, env)
   // Loaded only for a bucket: the embedded default starts without the S3 code.
-  const [{ S3Store }, { IncompleteUploads }] = await Promise.all([
+  const [{ S3Store }, { IncompleteUploads }, { bucketDeadlines }] = await Promise.all([
     import('../storage/s3'),
     import('../storage/multipart-uploads'),
+    import('../storage/deadlines'),
   ])
-  const store = new S3Store(client, location, new IncompleteUploads(access))
+  const deadlines = bucketDeadlines(config.storageTimeout)
+  const incomplete = new IncompleteUploads(access, { deadlines, log })
+  const store = new S3Store(client, location, incomplete, deadlines)
   try {
     await store.check()
   } catch (error) {

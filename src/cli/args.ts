@@ -30,7 +30,7 @@ export const JSON_FLAG: FlagSpec = {
 }
 
 export const databaseFlags = (): FlagSpec[] =>
-  serveFlags('data-dir', 'database-url', 'prepared-statements', 'storage')
+  serveFlags('data-dir', 'database-url', 'prepared-statements', 'storage', 'storage-timeout')
 
 export const serveFlags = (...names: string[]): FlagSpec[] =>
   SERVE_OPTIONS.filter((spec) => names.length === 0 || names.includes(spec.flag))

@@ -13,7 +13,7 @@ const FLAGS = [
     defaultText: '(required)',
     help: 'postgres://user:password@host:port/database: the empty PostgreSQL database to fill',
   },
-  ...serveFlags('storage'),
+  ...serveFlags('storage', 'storage-timeout'),
 ]
 
 export const COPY_HELP =
@@ -55,7 +55,7 @@ export async function run(
   )
   const report = await copyRoster(
     { dataDir: source.dataDir },
-    { databaseUrl: to, storage: target.storage, env },
+    { databaseUrl: to, storage: target.storage, storageTimeout: target.storageTimeout, env },
     progressOnStderr(),
   )
   const tables = Object.entries(report.tables)

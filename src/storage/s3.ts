@@ -1,5 +1,5 @@
 import type { S3Client } from 'bun'
-import { withinMs } from '../timers'
+import { type BucketDeadlines, beforeDeadline, bucketDeadlines } from './deadlines'
 import { type ByteRange, type FileStore, storageUnavailable } from './file-store'
 import type { IncompleteUploads } from './multipart-uploads'
 
@@ -39,6 +39,8 @@ export class S3Store implements FileStore {
     private readonly location: BucketLocation,
     /** Aborts what a failed upload left as a multipart upload in progress. */
     private readonly incomplete: IncompleteUploads,
+    /** How long each call to the bucket may take (see deadlines.ts). */
+    private readonly deadlines: BucketDeadlines = bucketDeadlines(),
   ) {
     const where = `s3://${location.bucket}${location.prefix === '' ? '' : `/${location.prefix}`}`
     this.description = location.endpoint === null ? where : `${where} at ${location.endpoint}`
@@ -49,29 +51,29 @@ export class S3Store implements FileStore {
   }
 
   async write(fileId: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    const { dataMs, controlMs } = this.deadlines
     const writer = this.client
       .file(this.key(fileId))
       .writer({ partSize: PART_SIZE, queueSize: QUEUE_SIZE, retry: 1 })
     let unflushed = 0
     try {
       for await (const chunk of chunks) {
-        const written = writer.write(chunk)
-        if (typeof written !== 'number') await written
+        await beforeDeadline(writer.write(chunk), dataMs, 'a part of an upload')
         // The writer buffers whatever it is given (a 1 GiB upload held 1.1 GB, measured):
         // waiting on a flush each part keeps at most a few parts in memory.
         unflushed += chunk.byteLength
         if (unflushed >= PART_SIZE) {
           unflushed = 0
-          const flushed = writer.flush()
-          if (typeof flushed !== 'number') await flushed
+          await beforeDeadline(writer.flush(), dataMs, 'a part of an upload')
           this.collectNowAndThen()
         }
       }
-      await writer.end()
+      await beforeDeadline(writer.end(), dataMs, 'the last part of an upload')
     } catch (error) {
-      await Promise.resolve()
-        .then(() => writer.end(error as Error))
-        .catch(() => {})
+      // The writer aborts its multipart upload; a bucket that does not answer that either
+      // leaves it to delete() and the sweep.
+      const ended = Promise.resolve().then(() => writer.end(error as Error))
+      await beforeDeadline(ended, controlMs, 'an aborted upload').catch(() => {})
       throw storageUnavailable('nothing from this upload was kept')
     }
   }
@@ -86,7 +88,7 @@ export class S3Store implements FileStore {
   /** The object and any multipart upload still in progress for it. */
   async delete(fileId: string): Promise<void> {
     const key = this.key(fileId)
-    await this.client.delete(key)
+    await beforeDeadline(this.client.delete(key), this.deadlines.controlMs, 'a delete')
     await this.incomplete.abort(key)
   }
 
@@ -94,11 +96,14 @@ export class S3Store implements FileStore {
     const object = this.client.file(this.key(fileId))
     const part = range === null ? object : object.slice(range.start, range.end + 1)
     const reader = part.stream().getReader()
+    const { dataMs } = this.deadlines
+    const next = () => beforeDeadline(reader.read(), dataMs, 'a download')
     // The first chunk is awaited here, so an unreachable bucket is a 503 before any header.
     let first: Awaited<ReturnType<typeof reader.read>>
     try {
-      first = await reader.read()
+      first = await next()
     } catch {
+      reader.cancel().catch(() => {})
       throw storageUnavailable('the file cannot be read now')
     }
     return new ReadableStream<Uint8Array>({
@@ -107,9 +112,13 @@ export class S3Store implements FileStore {
         else controller.enqueue(first.value)
       },
       async pull(controller) {
-        const next = await reader.read()
-        if (next.done) controller.close()
-        else controller.enqueue(next.value)
+        // A bucket that stops mid-file cuts the download off rather than holding it open.
+        const chunk = await next().catch((error: unknown) => {
+          reader.cancel().catch(() => {})
+          throw error
+        })
+        if (chunk.done) controller.close()
+        else controller.enqueue(chunk.value)
       },
       cancel(reason) {
         return reader.cancel(reason)
@@ -122,7 +131,11 @@ export class S3Store implements FileStore {
     const under = prefix === '' ? '' : `${prefix}/`
     let startAfter: string | undefined
     for (;;) {
-      const page = await this.client.list({ prefix: under || undefined, startAfter, maxKeys: 1000 })
+      const page = await beforeDeadline(
+        this.client.list({ prefix: under || undefined, startAfter, maxKeys: 1000 }),
+        this.deadlines.dataMs,
+        'a listing',
+      )
       const keys = (page.contents ?? []).map((object) => object.key)
       for (const key of keys) yield key.slice(under.length)
       if (page.isTruncated !== true || keys.length === 0) return
@@ -132,10 +145,10 @@ export class S3Store implements FileStore {
 
   async check(): Promise<void> {
     // One key at most, under our prefix: proves the bucket is there and we may read it.
-    await withinMs(
+    await beforeDeadline(
       this.client.list({ prefix: this.key('.health'), maxKeys: 1 }),
-      CHECK_TIMEOUT_MS,
-      'the bucket did not answer',
+      Math.min(CHECK_TIMEOUT_MS, this.deadlines.controlMs),
+      'a health check',
     )
   }
 }

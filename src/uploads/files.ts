@@ -1,5 +1,6 @@
 import { newId } from '../db/random-id'
 import { payloadTooLarge } from '../errors/errors'
+import { BucketTimeout } from '../storage/deadlines'
 import {
   type ByteRange,
   type FileStore,
@@ -92,7 +93,9 @@ export function createUploadFiles(options: UploadFilesOptions) {
       try {
         await store.delete(fileId)
         return true
-      } catch {
+      } catch (error) {
+        // A bucket that did not answer in time is failing, not busy: the sweep tries later.
+        if (error instanceof BucketTimeout) return false
         if (attempt < DELETE_ATTEMPTS) await Bun.sleep(50 * attempt)
       }
     }
