@@ -111,6 +111,11 @@ export interface Deps {
   /** Deletes upload files a failure left behind (see FileStore.sweep); resolves to how many. */
   sweepUploads(): Promise<number>
   /**
+   * Resolves once the clean-ups started by failed uploads and deletions have finished (they
+   * run after the answer; what they could not delete is pending for the sweep).
+   */
+  uploadCleanups(): Promise<void>
+  /**
    * Finishes now the work the database otherwise does when idle (SQLite: indexing users for
    * `q`, which `roster migrate` completes ahead of a start).
    */
@@ -130,6 +135,9 @@ export interface Outbound {
 }
 
 const systemNow = () => new Date()
+
+/** How long closing waits for the clean-ups of failed uploads and deletions under way. */
+const CLEANUP_GRACE_MS = 5000
 
 /** How often a worker on a shared database looks for events other instances recorded. */
 const SHARED_INBOX_POLL_MS = 2000
@@ -260,10 +268,13 @@ export async function makeDeps(
       webhook_events: await inbox.count(),
     }),
     sweepUploads: () => files.sweep(),
+    uploadCleanups: () => files.settled(),
     catchUp: () => backend.catchUp(),
-    close: () => {
+    close: async () => {
       feed.close()
-      return backend.close()
+      // Clean-ups under way get a moment to finish; what they leave stays pending for the sweep.
+      await Promise.race([files.settled(), Bun.sleep(CLEANUP_GRACE_MS)])
+      await backend.close()
     },
   }
   // A shared store (a bucket) is swept by purgeExpired below, as every hour.

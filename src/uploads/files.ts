@@ -102,6 +102,21 @@ export function createUploadFiles(options: UploadFilesOptions) {
     return false
   }
 
+  /**
+   * Clean-up never holds an answer: it runs after, and a file it could not delete stays
+   * pending for the sweep. `settled` waits for the clean-ups under way (shutdown, tests).
+   */
+  const cleanups = new Set<Promise<unknown>>()
+  function discardLater(fileIds: readonly string[]): void {
+    if (fileIds.length === 0) return
+    const cleanup = discard(fileIds)
+      .catch(() => {})
+      .finally(() => cleanups.delete(cleanup))
+    cleanups.add(cleanup)
+  }
+
+  let sweeping: Promise<number> | null = null
+
   /** What the sweep looks at: idle pending files, or (a store of its own) all of them. */
   async function* candidates(): AsyncGenerator<string[]> {
     if (pending !== null) {
@@ -125,11 +140,24 @@ export function createUploadFiles(options: UploadFilesOptions) {
     if (batch.length > 0) yield batch
   }
 
+  async function sweepOnce(): Promise<number> {
+    let removed = 0
+    for await (const ids of candidates()) {
+      const known = await registered(ids)
+      await pending?.remove(ids.filter((id) => known.has(id)))
+      const orphans = ids.filter((id) => !known.has(id))
+      await discard(orphans)
+      removed += orphans.length
+    }
+    return removed
+  }
+
   return {
     /**
      * Streams one file into the store under a new id (or `fileId`: `roster copy` keeps ids).
      * Over a limit: 413; the store full: 507; failing: 503; an error of `source` (a client gone)
-     * as it is. On any failure nothing of the file is left.
+     * as it is. On any failure nothing of the file is kept: its clean-up starts at once, and
+     * what it cannot delete stays pending for the sweep.
      */
     async receive(
       source: AsyncIterable<Uint8Array>,
@@ -146,7 +174,7 @@ export function createUploadFiles(options: UploadFilesOptions) {
         await store.write(fileId, file.chunks)
         return { fileId, size: file.size, sha256: file.digest() }
       } catch (error) {
-        await discard([fileId])
+        discardLater([fileId])
         throw storageError(file.failure ?? error)
       }
     },
@@ -161,19 +189,39 @@ export function createUploadFiles(options: UploadFilesOptions) {
       await discard(fileIds)
     },
 
+    /** Starts deleting files, written or not, without waiting (see `settled`). */
+    discardLater,
+
+    /** Whether committed files must be listed as pending before their rows go (`retiring`). */
+    tracksPending: pending !== null,
+
+    /**
+     * Committed files whose rows are about to be deleted, listed as pending again first: a
+     * delete that then fails, or a crash, leaves them to the sweep, never untracked in the
+     * bucket. Harmless if the rows stay: the sweep keeps a file a row names.
+     */
+    async retiring(fileIds: readonly string[]): Promise<void> {
+      const at = clock()
+      // An id listed already (a second delete at once) is fine as it is.
+      await Promise.all(fileIds.map((id) => pending?.add(id, at).catch(() => {})))
+    },
+
+    /** Resolves once every clean-up started by now has finished (or given up). */
+    async settled(): Promise<void> {
+      while (cleanups.size > 0) await Promise.all(cleanups)
+    },
+
     read: (fileId: string, range: ByteRange | null) => store.read(fileId, range),
 
-    /** Deletes what failures and crashes left (see above); resolves to how many files went. */
-    async sweep(): Promise<number> {
-      let removed = 0
-      for await (const ids of candidates()) {
-        const known = await registered(ids)
-        await pending?.remove(ids.filter((id) => known.has(id)))
-        const orphans = ids.filter((id) => !known.has(id))
-        await discard(orphans)
-        removed += orphans.length
-      }
-      return removed
+    /**
+     * Deletes what failures and crashes left (see above); resolves to how many files went. One
+     * sweep at a time: a call while one runs gets that one's result.
+     */
+    sweep(): Promise<number> {
+      sweeping ??= sweepOnce().finally(() => {
+        sweeping = null
+      })
+      return sweeping
     },
   }
 }

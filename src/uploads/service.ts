@@ -53,7 +53,8 @@ export type UploadService = ReturnType<typeof createUploadService>
 /**
  * Uploads: the one way in for their files and rows. A file is written whole before the rows
  * that name it commit, so no row ever points at a missing file; one whose rows did not commit
- * is deleted at once, or by the sweep after a crash (uploads/files.ts).
+ * is deleted right after the answer, or by the sweep after a crash or a failed delete
+ * (uploads/files.ts).
  */
 const uploadTarget = (id: string) => ({ type: 'upload', id })
 
@@ -118,7 +119,8 @@ export function createUploadService(
         await files.committed(received.map((file) => file.fileId))
         return record
       } catch (error) {
-        await files.discard(received.map((file) => file.fileId))
+        // The answer does not wait for the clean-up (a bucket may be slow to delete).
+        files.discardLater(received.map((file) => file.fileId))
         throw error
       }
     },
@@ -131,10 +133,15 @@ export function createUploadService(
     read: (fileId: string, range: ByteRange | null) => files.read(fileId, range),
 
     /**
-     * Deletes the upload's rows and, once that has committed, its files (a file left by a
-     * failed delete or a crash in between is swept).
+     * Deletes the upload's rows and, once that has committed, starts deleting its files without
+     * waiting for them (a file left by a failed delete or a crash in between is swept).
      */
     async remove(id: string, by: AuditSource): Promise<boolean> {
+      if (files.tracksPending) {
+        const upload = await records.get(id)
+        if (upload === null) return false
+        await files.retiring(upload.files.map((file) => file.id))
+      }
       const fileIds = await transaction(async (tx) => {
         const removed = await tx.uploads.remove(id)
         if (removed !== null) {
@@ -143,7 +150,7 @@ export function createUploadService(
         return removed
       })
       if (fileIds === null) return false
-      await files.discard(fileIds)
+      files.discardLater(fileIds)
       return true
     },
   }

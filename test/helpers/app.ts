@@ -155,11 +155,13 @@ async function closeQueries(url: string | null): Promise<void> {
 export const uploadDirOf = (deps: Deps) => join(deps.config.dataDir, 'uploads')
 
 /**
- * The files a test's store holds, on either store: `placed` (readable under their ids) and
- * `pending` (streaming in, or left by a failure: on disk in `.incoming`, in a bucket listed in
- * `pending_objects`). Sorted. Throws when the upload folder's `.incoming` is gone.
+ * The files a test's store holds once the clean-ups under way have run, on either store:
+ * `placed` (readable under their ids) and `pending` (streaming in, or left by a failure: on
+ * disk in `.incoming`, in a bucket listed in `pending_objects`). Sorted. Throws when the upload
+ * folder's `.incoming` is gone.
  */
 export async function storedFiles(deps: Deps): Promise<{ placed: string[]; pending: string[] }> {
+  await deps.uploadCleanups()
   const { storage } = deps.config
   if (storage === null) {
     return {

@@ -56,14 +56,16 @@ describe('S3 store', () => {
     expect(await objectsUnder(made.prefix)).toEqual([received.fileId])
   })
 
-  test('a file over its limit leaves no object, no pending row, no multipart upload in progress', async () => {
+  test('a file over its limit, once cleaned up, leaves no object, no pending row, no multipart upload in progress', async () => {
     await using made = await s3Store()
+    const files = lifeOn(made)
     // 12 MiB: parts of a multipart upload go out before the limit stops it.
-    const refused = lifeOn(made).receive(chunks(randomBytes(12 * 1024 * 1024), 1024 * 1024), {
+    const refused = files.receive(chunks(randomBytes(12 * 1024 * 1024), 1024 * 1024), {
       maxFileSize: 8 * 1024 * 1024,
       budget: { remaining: 1e9 },
     })
     await expect(refused).rejects.toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE' })
+    await files.settled()
     expect(await objectsUnder(made.prefix)).toEqual([])
     expect(await pendingIds(made.pool)).toEqual([])
     expect(await incompleteUploadsUnder(made.prefix)).toEqual([])
@@ -86,14 +88,16 @@ describe('S3 store', () => {
     )
   })
 
-  test('a source that fails mid-stream leaves no object and no pending row', async () => {
+  test('a source that fails mid-stream, once cleaned up, leaves no object and no pending row', async () => {
     await using made = await s3Store()
     async function* failing() {
       yield randomBytes(6 * 1024 * 1024)
       throw new Error('the client went away')
     }
-    const refused = lifeOn(made).receive(failing(), roomy())
+    const files = lifeOn(made)
+    const refused = files.receive(failing(), roomy())
     await expect(refused).rejects.toThrow('the client went away')
+    await files.settled()
     expect(await objectsUnder(made.prefix)).toEqual([])
     expect(await pendingIds(made.pool)).toEqual([])
   })

@@ -93,7 +93,7 @@ export function fileStoreContract(name: string, make: () => Promise<MadeStore>) 
       expect(await bytesOf(await made.store.read(received.fileId, null))).toEqual(data)
     })
 
-    test('the file limit and the shared budget are 413 and leave nothing of that file', async () => {
+    test('the file limit and the shared budget are 413 and, once cleaned up, leave nothing of that file', async () => {
       await using made = await make()
       const files = lifeOn(made)
       const overFile = files.receive(chunks(randomBytes(2000), 500), {
@@ -107,20 +107,21 @@ export function fileStoreContract(name: string, make: () => Promise<MadeStore>) 
       const second = files.receive(chunks(randomBytes(1000)), { maxFileSize: 1e9, budget })
       expect(second).rejects.toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE' })
       await second.catch(() => {})
+      await files.settled()
       expect(await listed(made.store)).toEqual([first.fileId])
     })
 
-    test('a source that fails leaves nothing, and its error comes out as it is', async () => {
+    test('a source that fails leaves nothing once cleaned up, and its error comes out as it is', async () => {
       await using made = await make()
       const gone = Object.assign(new Error('the client went away'), { name: 'AbortError' })
       async function* failing() {
         yield randomBytes(1000)
         throw gone
       }
-      expect(lifeOn(made).receive(failing(), roomy())).rejects.toBe(gone)
-      await lifeOn(made)
-        .receive(failing(), roomy())
-        .catch(() => {})
+      const files = lifeOn(made)
+      expect(files.receive(failing(), roomy())).rejects.toBe(gone)
+      await files.receive(failing(), roomy()).catch(() => {})
+      await files.settled()
       expect(await listed(made.store)).toEqual([])
     })
 
