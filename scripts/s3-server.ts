@@ -1,7 +1,9 @@
 // An S3 server for tests: s3rver (a pinned dev dependency) in a temp directory on a free
 // loopback port, with one bucket, and the two multipart operations it lacks added by
-// scripts/s3rver-multipart.cjs. s3rver does not check request signatures, so the tests prove
-// roster's S3 traffic is well-formed, not that its credentials are right (Bun's client signs).
+// scripts/s3rver-multipart.cjs; or, with `stock: true`, s3rver as published, without them (501
+// NotImplemented and 405 MethodNotAllowed), like some S3-compatible stores. s3rver does not
+// check request signatures, so the tests prove roster's S3 traffic is well-formed, not that its
+// credentials are right (Bun's client signs).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -24,11 +26,15 @@ export const TEST_BUCKET = 'roster-test'
 export const MISSING_S3RVER =
   'the S3 test server is missing: run `npm ci` (s3rver is a pinned dev dependency)'
 
-export async function startS3(options: { reapWith?: number } = {}): Promise<S3Server> {
-  const installed = join(import.meta.dir, '..', 'node_modules', 's3rver', 'package.json')
-  if (!(await Bun.file(installed).exists())) throw new Error(MISSING_S3RVER)
-  // s3rver with ListMultipartUploads and AbortMultipartUpload added (see the script).
-  const script = join(import.meta.dir, 's3rver-multipart.cjs')
+export async function startS3(
+  options: {
+    reapWith?: number
+    /** s3rver as published: no ListMultipartUploads, no AbortMultipartUpload. */
+    stock?: boolean
+  } = {},
+): Promise<S3Server> {
+  const s3rver = join(import.meta.dir, '..', 'node_modules', 's3rver')
+  if (!(await Bun.file(join(s3rver, 'package.json')).exists())) throw new Error(MISSING_S3RVER)
   const base = mkdtempSync(join(tmpdir(), 'roster-s3-'))
   const port = await freePort()
   const endpoint = `http://127.0.0.1:${port}`
@@ -37,8 +43,14 @@ export async function startS3(options: { reapWith?: number } = {}): Promise<S3Se
     // Under Node, with OpenSSL's legacy provider: s3rver makes the continuation token of a
     // listing longer than one page with DES, which OpenSSL 3 leaves out (and Bun lacks), so
     // without it every truncated listing answers an internal error.
-    const args = ['--openssl-legacy-provider', script, '127.0.0.1', String(port), base, TEST_BUCKET]
-    child = Bun.spawn(['node', ...args], {
+    const args = options.stock
+      ? ['-d', base, '-a', '127.0.0.1', '-p', String(port), '-s', '--configure-bucket', TEST_BUCKET]
+      : ['127.0.0.1', String(port), base, TEST_BUCKET]
+    // Stock: s3rver's own command; else with ListMultipartUploads and AbortMultipartUpload added.
+    const script = options.stock
+      ? join(s3rver, 'bin', 's3rver.js')
+      : join(import.meta.dir, 's3rver-multipart.cjs')
+    child = Bun.spawn(['node', '--openssl-legacy-provider', script, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     })
     if (options.reapWith !== undefined) reap(child.pid, options.reapWith)
