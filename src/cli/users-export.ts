@@ -1,5 +1,5 @@
 import type { ExportedUser } from '../users/records'
-import { exportChunks } from '../users/transfer'
+import { exportChunks, type LeftOut } from '../users/transfer'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { FORMAT_FLAG, parseFormat, withDeps } from './users-common'
 
@@ -26,6 +26,7 @@ export async function exportUsers(
   return await withDeps(serverFlags, env, async (deps) => {
     const writer = Bun.stdout.writer({ highWaterMark: 1 << 20 })
     let count = 0
+    const leftOut: LeftOut = { groups: 0, scim: 0 }
     async function* counted(): AsyncGenerator<readonly ExportedUser[]> {
       for await (const batch of deps.users.exportAll()) {
         count += batch.length
@@ -33,7 +34,8 @@ export async function exportUsers(
       }
     }
     try {
-      for await (const chunk of exportChunks(counted(), chosen, withHashes === true)) {
+      const options = { passwordHashes: withHashes === true, scimProfiles: true }
+      for await (const chunk of exportChunks(counted(), chosen, options, leftOut)) {
         writer.write(chunk)
       }
       await writer.flush()
@@ -43,6 +45,19 @@ export async function exportUsers(
       throw error
     }
     console.error(`exported ${count.toLocaleString('en-US')} users (${chosen})`)
+    warnLeftOut(leftOut)
     return 0
   })
+}
+
+/** A CSV export says what it could not carry, and how to carry it. */
+function warnLeftOut(leftOut: LeftOut): void {
+  const parts = [
+    leftOut.groups > 0 ? `the groups of ${leftOut.groups} user(s)` : null,
+    leftOut.scim > 0 ? `the SCIM profiles of ${leftOut.scim} user(s)` : null,
+  ].filter((part) => part !== null)
+  if (parts.length === 0) return
+  console.error(
+    `roster: warning: CSV cannot carry ${parts.join(' or ')}; they are not in this file (export with --format jsonl to move them)`,
+  )
 }

@@ -3,7 +3,8 @@ import { extname } from 'node:path'
 import { hashPassword } from '../auth/passwords'
 import { ConfigError } from '../config'
 import { readRecords } from '../users/import-records'
-import { type ImportRow, type RowError, RowValidator } from '../users/transfer'
+import type { ImportedUser } from '../users/records'
+import { type ImportRow, importedUser, type RowError, RowValidator } from '../users/transfer'
 import { configFlags, databaseFlags, type FlagSpec, parseFlags } from './args'
 import { Progress } from './progress'
 import { FORMAT_FLAG, parseFormat, withDeps } from './users-common'
@@ -15,6 +16,13 @@ export const IMPORT_FLAGS: FlagSpec[] = [
     env: [],
     defaultText: 'false',
     help: 'import the valid rows and report the others, instead of importing nothing when a row is invalid',
+    boolean: true,
+  },
+  {
+    flag: 'keep-ids',
+    env: [],
+    defaultText: 'false',
+    help: 'give each user the id in the file (a move: SCIM clients and API callers keep their ids); only into a roster with no users',
     boolean: true,
   },
   ...databaseFlags(),
@@ -33,15 +41,35 @@ export async function importUsers(
   const { flags, positionals } = parseFlags('users', args, IMPORT_FLAGS, 1)
   const [path] = positionals
   if (path === undefined) throw new ConfigError('import needs a FILE (see roster users --help)')
-  const { format, 'skip-invalid': skipInvalid, ...serverFlags } = configFlags(flags)
+  const {
+    format,
+    'skip-invalid': skipInvalid,
+    'keep-ids': keepIds,
+    ...serverFlags
+  } = configFlags(flags)
   const chosen = parseFormat(format, extname(path).toLowerCase() === '.csv' ? 'csv' : 'jsonl')
   const fromStdin = path === '-'
   if (!fromStdin && (!existsSync(path) || !statSync(path).isFile())) {
     throw new ConfigError(`cannot read ${path}: no such file`)
   }
   const started = performance.now()
+  if (chosen === 'csv') {
+    // Said before anything else: a CSV export left these out, and nothing here can tell.
+    console.error(
+      'roster: note: a CSV file carries no groups and no SCIM profiles; the imported users get none (move them with JSON Lines: roster users export --format jsonl)',
+    )
+  }
   return await withDeps(serverFlags, env, async (deps) => {
-    const validator = new RowValidator(deps.users)
+    if (keepIds === true) {
+      const existing = await deps.users.count()
+      if (existing > 0) {
+        console.error(
+          `roster: --keep-ids imports only into a roster with no users; this one has ${existing.toLocaleString('en-US')} (their ids could be the file's)`,
+        )
+        return 1
+      }
+    }
+    const validator = new RowValidator(deps.users, { keepIds: keepIds === true })
     const rows: ImportRow[] = []
     const errors: RowError[] = []
     let invalid = 0
@@ -90,7 +118,7 @@ export async function importUsers(
       reportErrors(
         conflicts.slice(0, ERRORS_SHOWN).map((index) => ({
           line: rows[index]?.line ?? 0,
-          message: `a user with email ${rows[index]?.email} was created meanwhile`,
+          message: `a user with ${signInNamesOf(rows[index])} was created meanwhile`,
         })),
         conflicts.length,
       )
@@ -109,9 +137,7 @@ export async function importUsers(
 }
 
 /** Rows with a plain password get its argon2id hash (two at a time, with progress). */
-async function hashPasswords(
-  rows: readonly ImportRow[],
-): Promise<{ name: string; email: string; passwordHash: string | null }[]> {
+async function hashPasswords(rows: readonly ImportRow[]): Promise<ImportedUser[]> {
   const toHash = rows.filter((row) => row.password !== null).length
   const progress = toHash > 0 ? new Progress('hashing passwords', null) : null
   const hashed = await Promise.all(
@@ -119,11 +145,17 @@ async function hashPasswords(
       const passwordHash =
         row.password !== null ? await hashPassword(row.password) : row.passwordHash
       if (row.password !== null) progress?.advance(0, 1)
-      return { name: row.name, email: row.email, passwordHash }
+      return importedUser(row, passwordHash)
     }),
   )
   progress?.finish()
   return hashed
+}
+
+/** What a row's user signs in with, for a line about a clash. */
+function signInNamesOf(row: ImportRow | undefined): string {
+  if (row?.username == null || row.username === row.email) return `email ${row?.email}`
+  return `email ${row.email} or username ${row.username}`
 }
 
 function reportErrors(errors: readonly RowError[], total: number): void {

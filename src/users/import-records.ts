@@ -3,10 +3,28 @@ import { CsvParser, unguardFormula } from './csv'
 /** The two file formats of import and export. */
 export type TransferFormat = 'jsonl' | 'csv'
 
-/** Fields an import reads. */
-export const IMPORTED = new Set(['name', 'email', 'password', 'password_hash'])
-/** Fields an export writes that an import accepts and drops (imported users get new ones). */
-export const IGNORED = new Set(['id', 'created_at', 'updated_at', 'version'])
+/** Fields an import reads: every field of an exported record, and a plain password. */
+export const IMPORTED = new Set([
+  'name',
+  'email',
+  'password',
+  'password_hash',
+  'username',
+  'active',
+  'role',
+  'email_verified_at',
+  'created_at',
+  'updated_at',
+  'groups',
+  'scim',
+])
+/** Fields an import reads from JSON Lines only: a CSV cell holds no list. */
+const NOT_IN_CSV = new Set(['groups', 'scim'])
+/**
+ * Fields an import accepts and drops: imported users get new ids (`version` is what older
+ * exports of other tools may carry).
+ */
+export const IGNORED = new Set(['id', 'version'])
 
 /** One row of an import as read, before validation. */
 export type ImportRecord =
@@ -104,18 +122,31 @@ class CsvRows {
     this.header.forEach((column, i) => {
       const field = record.fields[i] as string
       // An empty cell is an absent value; the formula guard of an export comes off.
-      if (field !== '') value[column] = unguardFormula(field)
+      if (field !== '') value[column] = cellValue(column, unguardFormula(field))
     })
     yield { line: record.line, value }
   }
 }
 
+/** `active` is a boolean: a cell's true or false (any case) becomes one; other text stays text. */
+function cellValue(column: string, text: string): unknown {
+  if (column !== 'active') return text
+  const word = text.toLowerCase()
+  return word === 'true' ? true : word === 'false' ? false : text
+}
+
 function readHeader(fields: string[]): string[] {
   const columns = fields.map((field) => field.trim().toLowerCase())
+  const list = columns.find((c) => NOT_IN_CSV.has(c))
+  if (list !== undefined) {
+    throw new ImportFileError(
+      `line 1: a CSV file cannot carry "${list}" (groups and SCIM profiles move in JSON Lines: roster users export --format jsonl)`,
+    )
+  }
   const unknown = columns.filter((c) => !IMPORTED.has(c) && !IGNORED.has(c))
   if (unknown.length > 0) {
     throw new ImportFileError(
-      `line 1: unknown column ${JSON.stringify(unknown[0])} (roster reads name, email, password, password_hash; id, created_at, updated_at and version are accepted and ignored)`,
+      `line 1: unknown column ${JSON.stringify(unknown[0])} (roster reads name, email, username, password, password_hash, active, role, email_verified_at, created_at, updated_at; id and version are accepted and ignored)`,
     )
   }
   const repeated = columns.find((c, i) => columns.indexOf(c) !== i)

@@ -113,14 +113,57 @@ export function toView(user: UserRecord): User {
   }
 }
 
-/** A user as `roster users export` writes it. */
+/**
+ * What SCIM keeps of a user beyond the record (scim/profile.ts's ScimProfile), as an export
+ * writes it and an import reads it back.
+ */
+export interface TransferredProfile {
+  external_id: string | null
+  given_name: string | null
+  family_name: string | null
+  formatted_name: string | null
+  primary_email_type: string | null
+  other_emails: { value: string; type: string | null; display: string | null }[]
+  employee_number: string | null
+  department: string | null
+  manager_id: string | null
+}
+
+/** A user as `roster users export` writes it: every field of the record, groups by name. */
 export interface ExportedUser {
   id: number
   name: string
   email: string
+  username: string
+  active: boolean
+  role: Role
+  email_verified_at: string | null
   created_at: string
   updated_at: string
+  /** The names of the user's groups, in code-point order (ids differ between databases). */
+  groups: string[]
+  /**
+   * The user's SCIM profile; null when it has none (it was not provisioned through SCIM). An
+   * empty profile is not null: it marks the user as provisioned.
+   */
+  scim: TransferredProfile | null
   password_hash: string | null
+}
+
+/** A user as an import inserts it: a new user with the rest of an exported record. */
+export interface ImportedUser extends NewUser {
+  /** The id to keep (an import into a roster with no users); the next id when not given. */
+  id?: number
+  /** Null when not given. */
+  emailVerifiedAt?: string | null
+  /** The moment of the import when not given. */
+  createdAt?: string
+  /** The moment of the import when not given. */
+  updatedAt?: string
+  /** Group names; a group that does not exist is created. None when not given. */
+  groups?: readonly string[]
+  /** Null when not given. */
+  scim?: TransferredProfile | null
 }
 
 /** The key email uniqueness is decided on: JavaScript lower-casing folds all of Unicode. */

@@ -12,6 +12,7 @@ import type { MembershipWrites } from '../groups/store'
 import {
   type ExportedUser,
   emailKey,
+  type ImportedUser,
   type NewUser,
   type StoredUser,
   type User,
@@ -99,11 +100,13 @@ export interface UserStore extends UserWrites {
    */
   exportAll(): AsyncIterable<readonly ExportedUser[]>
   /**
-   * Inserts many users in one transaction of their own (the CLI's import). A row whose email
-   * is taken is reported by index; with `allOrNothing`, any such row rolls the whole batch back.
+   * Inserts many users in one transaction of their own (the CLI's import), with their SCIM
+   * profiles and group memberships (groups found by name, created when missing). A row whose
+   * email or username is taken is reported by index; with `allOrNothing`, any such row rolls
+   * the whole batch back.
    */
   insertMany(
-    rows: readonly NewUser[],
+    rows: readonly ImportedUser[],
     options: { allOrNothing: boolean },
   ): Promise<{ inserted: number; conflicts: number[] }>
 }
@@ -181,7 +184,7 @@ export interface UserRows extends UserWriteRows {
   emailKeysTaken(keys: readonly string[]): Promise<Set<string>>
   exportAll(): AsyncIterable<readonly ExportedUser[]>
   insertMany(
-    rows: readonly NewUser[],
+    rows: readonly ImportedUser[],
     options: { allOrNothing: boolean },
   ): Promise<{ inserted: number; conflicts: number[] }>
 }

@@ -266,7 +266,7 @@ export interface paths {
         };
         /**
          * Export every user (users:read)
-         * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.
+         * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, username, active, role, email_verified_at, created_at, updated_at, and in JSON Lines groups (their names). The same lines as `roster users export` without its SCIM profiles; password hashes are never exported over HTTP. CSV cannot carry groups. One consistent snapshot, however long it streams.
          */
         get: operations["getUsersExport"];
         put?: never;
@@ -1882,7 +1882,7 @@ export interface paths {
         };
         /**
          * Export every user (users:read)
-         * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.
+         * @description Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, username, active, role, email_verified_at, created_at, updated_at, and in JSON Lines groups (their names). The same lines as `roster users export` without its SCIM profiles; password hashes are never exported over HTTP. CSV cannot carry groups. One consistent snapshot, however long it streams.
          */
         get: operations["getV2UsersExport"];
         put?: never;

@@ -1,13 +1,16 @@
 import type { SQL } from 'bun'
 import type { Role } from '../../auth/access'
 import type { PageRequest } from '../../db/page'
+import { groupNameKey } from '../../groups/records'
 import {
   type Clock,
   checkGuard,
   type ExportedUser,
   emailKey,
   type GuardedRow,
+  type ImportedUser,
   type NewUser,
+  type TransferredProfile,
   type User,
   type UserRecord,
   usernameKey,
@@ -330,36 +333,48 @@ export function createPgUserRows(
           const conflicts: number[] = []
           let inserted = 0
           const at = now().toISOString()
+          const groups = new Map<string, number>()
+          const existingGroups = new Set<number>()
           for (let start = 0; start < rows.length; start += INSERT_BATCH) {
             const batch = rows.slice(start, start + INSERT_BATCH)
             // Checked before the import, a batch nearly always goes in whole: a plain INSERT
             // (10 % faster than one that skips conflicts), in a savepoint, and only when a
             // unique index refuses it (a user created meanwhile) row by row as to which.
             const whole = await tx
-              .savepoint((sp) => insertPlain(sp, batch, at))
-              .then(
-                () => true,
-                (error: unknown) => {
-                  if (isUniqueViolation(error)) return false
-                  throw error
-                },
-              )
-            if (whole) {
-              inserted += batch.length
-              continue
-            }
-            const added = await insertBatch(tx, batch, at)
+              .savepoint((sp) => insertUsers(sp, batch, at, 'refuse'))
+              .catch((error: unknown) => {
+                if (isUniqueViolation(error)) return null
+                throw error
+              })
+            const ids = whole ?? (await insertUsers(tx, batch, at, 'skip'))
+            const added: { row: ImportedUser; id: number }[] = []
             batch.forEach((row, index) => {
               // A key inserted once: the first row with it (rows go in in order) is that row.
-              if (added.delete(emailKey(row.email))) inserted++
-              else conflicts.push(start + index)
+              const key = emailKey(row.email)
+              const id = ids.get(key)
+              ids.delete(key)
+              if (id === undefined) conflicts.push(start + index)
+              else added.push({ row, id })
             })
+            inserted += added.length
+            await insertProfiles(tx, added)
+            await insertMemberships(tx, added, at, groups, existingGroups)
           }
           count.written()
           if (options.allOrNothing && conflicts.length > 0) {
             // Rolls the batch back: begin() rolls back on a throw, and the caller gets the count.
             throw new RolledBack(conflicts)
           }
+          // Ids given (--keep-ids): the next user gets the one after the highest.
+          if (rows.some((row) => row.id !== undefined)) {
+            await tx`
+              SELECT setval('users_id_seq', top)
+              FROM (SELECT max(id) AS top FROM users) AS highest
+              WHERE top >= (SELECT last_value FROM users_id_seq)`
+          }
+          // A group that was there gained members: a new version, as a membership change gives.
+          await tx`UPDATE groups SET version = version + 1, updated_at = ${at}
+            WHERE id = ANY(${[...existingGroups]}::int4[])`
           return { inserted, conflicts }
         })
         .catch((error: unknown) => {
@@ -373,41 +388,110 @@ export function createPgUserRows(
 /** Rows per INSERT of an import: one statement of arrays, not a round trip per row. */
 const INSERT_BATCH = 10_000
 
-/** Inserts the rows in order in one statement; a unique index refusing any refuses it. */
-async function insertPlain(tx: SQL, rows: readonly NewUser[], at: string): Promise<void> {
+/**
+ * Inserts the rows in order in one statement; answers the ids by email key. `refuse`: a
+ * unique index refusing any row refuses the statement; `skip`: such rows are left out.
+ */
+async function insertUsers(
+  tx: SQL,
+  rows: readonly ImportedUser[],
+  at: string,
+  onConflict: 'refuse' | 'skip',
+): Promise<Map<string, number>> {
+  const column = <T>(pick: (row: ImportedUser) => T) => rows.map(pick)
+  const added = await tx<{ id: number; email_key: string }[]>`
+    INSERT INTO users (id, name, email, email_key, username, username_key, active, role,
+      email_verified_at, password_hash, created_at, updated_at, search_key)
+    SELECT coalesce(id, nextval('users_id_seq')), name, email, email_key,
+      username, username_key, active, role,
+      email_verified_at::timestamptz, password_hash, created_at::timestamptz,
+      updated_at::timestamptz, search_key
+    FROM unnest(${column((row) => row.id ?? null)}::int4[],
+                ${column((row) => row.name.trim())}::text[],
+                ${column((row) => row.email)}::text[],
+                ${column((row) => emailKey(row.email))}::text[],
+                ${column((row) => row.username ?? row.email)}::text[],
+                ${column((row) => usernameKey(row.username ?? row.email))}::text[],
+                ${column((row) => row.active !== false)}::boolean[],
+                ${column((row) => row.role ?? 'member')}::text[],
+                ${column((row) => row.emailVerifiedAt ?? null)}::text[],
+                ${column((row) => row.passwordHash)}::text[],
+                ${column((row) => row.createdAt ?? at)}::text[],
+                ${column((row) => row.updatedAt ?? at)}::text[],
+                ${column((row) => searchKeyOf(row.name, row.email))}::text[])
+      WITH ORDINALITY AS given(id, name, email, email_key, username, username_key, active, role,
+        email_verified_at, password_hash, created_at, updated_at, search_key, n)
+    ORDER BY n
+    ${onConflict === 'skip' ? tx`ON CONFLICT DO NOTHING` : tx``}
+    RETURNING id, email_key`
+  return new Map(added.map((row) => [row.email_key, row.id]))
+}
+
+/** The SCIM profiles of the users just inserted, in one statement. */
+async function insertProfiles(
+  tx: SQL,
+  added: readonly { row: ImportedUser; id: number }[],
+): Promise<void> {
+  const profiled = added.flatMap(({ row, id }) => (row.scim == null ? [] : [{ id, p: row.scim }]))
+  if (profiled.length === 0) return
+  const column = <T>(pick: (entry: (typeof profiled)[number]) => T) => profiled.map(pick)
   await tx`
-    INSERT INTO users (name, email, email_key, username, username_key, password_hash,
-      created_at, updated_at, search_key)
-    SELECT name, email, email_key, email, email_key, password_hash, ${at}::timestamptz,
-      ${at}::timestamptz, search_key
-    FROM unnest(${rows.map((row) => row.name.trim())}::text[], ${rows.map((row) => row.email)}::text[],
-                ${rows.map((row) => emailKey(row.email))}::text[],
-                ${rows.map((row) => row.passwordHash)}::text[],
-                ${rows.map((row) => searchKeyOf(row.name, row.email))}::text[])
-      AS given(name, email, email_key, password_hash, search_key)`
+    INSERT INTO user_profiles (user_id, external_id, given_name, family_name, formatted_name,
+      primary_email_type, other_emails, employee_number, department, manager_id)
+    SELECT * FROM unnest(${column((e) => e.id)}::int4[], ${column((e) => e.p.external_id)}::text[],
+      ${column((e) => e.p.given_name)}::text[], ${column((e) => e.p.family_name)}::text[],
+      ${column((e) => e.p.formatted_name)}::text[], ${column((e) => e.p.primary_email_type)}::text[],
+      ${column((e) => JSON.stringify(e.p.other_emails))}::text[],
+      ${column((e) => e.p.employee_number)}::text[], ${column((e) => e.p.department)}::text[],
+      ${column((e) => e.p.manager_id)}::text[])`
 }
 
 /**
- * Inserts the rows in order, skipping any a unique index refuses, in one statement; answers
- * the email keys it inserted.
+ * The memberships of the users just inserted: groups found by name, created when missing
+ * (`groups` keeps the ids by name key across batches; `existing`, those that were there).
  */
-async function insertBatch(tx: SQL, rows: readonly NewUser[], at: string): Promise<Set<string>> {
-  const column = <T>(pick: (row: NewUser) => T) => rows.map(pick)
-  const keys = column((row) => emailKey(row.email))
-  const added = await tx<{ email_key: string }[]>`
-    INSERT INTO users (name, email, email_key, username, username_key, password_hash,
-      created_at, updated_at, search_key)
-    SELECT name, email, email_key, email, email_key, password_hash, ${at}::timestamptz,
-      ${at}::timestamptz, search_key
-    FROM unnest(${column((row) => row.name.trim())}::text[],
-                ${column((row) => row.email)}::text[], ${keys}::text[],
-                ${column((row) => row.passwordHash)}::text[],
-                ${column((row) => searchKeyOf(row.name, row.email))}::text[])
-      WITH ORDINALITY AS given(name, email, email_key, password_hash, search_key, n)
-    ORDER BY n
-    ON CONFLICT DO NOTHING
-    RETURNING email_key`
-  return new Set(added.map((row) => row.email_key))
+async function insertMemberships(
+  tx: SQL,
+  added: readonly { row: ImportedUser; id: number }[],
+  at: string,
+  groups: Map<string, number>,
+  existing: Set<number>,
+): Promise<void> {
+  const names = new Map<string, string>()
+  for (const { row } of added) {
+    for (const name of row.groups ?? []) {
+      const key = groupNameKey(name)
+      if (!groups.has(key) && !names.has(key)) names.set(key, name.trim())
+    }
+  }
+  if (names.size > 0) {
+    const keys = [...names.keys()]
+    for (const found of await tx<{ id: number; name_key: string }[]>`
+        SELECT id, name_key FROM groups WHERE name_key = ANY(${keys}::text[])`) {
+      groups.set(found.name_key, found.id)
+      existing.add(found.id)
+    }
+    const missing = keys.filter((key) => !groups.has(key))
+    if (missing.length > 0) {
+      // Another instance creating one of these meanwhile makes this statement fail (unique
+      // name_key): the import is then refused whole, and running it again finds the group.
+      for (const made of await tx<{ id: number; name_key: string }[]>`
+          INSERT INTO groups (name, name_key, description, created_at, updated_at)
+          SELECT name, name_key, NULL, ${at}::timestamptz, ${at}::timestamptz
+          FROM unnest(${missing.map((key) => names.get(key))}::text[], ${missing}::text[])
+            AS given(name, name_key)
+          RETURNING id, name_key`) {
+        groups.set(made.name_key, made.id)
+      }
+    }
+  }
+  const pairs = added.flatMap(({ row, id }) =>
+    (row.groups ?? []).map((name) => [groups.get(groupNameKey(name)) as number, id] as const),
+  )
+  if (pairs.length === 0) return
+  await tx`
+    INSERT INTO group_members (group_id, user_id)
+    SELECT * FROM unnest(${pairs.map(([group]) => group)}::int4[], ${pairs.map(([, user]) => user)}::int4[])`
 }
 
 /** One read of the v2 list's plan (users/search.ts), inside the search's snapshot. */
@@ -493,6 +577,51 @@ class RolledBack extends Error {
   }
 }
 
+// Groups by name in code-point order ("C"), as SQLite orders them: the same on every database,
+// whatever ids the groups got there.
+const EXPORT_COLUMNS = `u.id, u.name, u.email, coalesce(u.username, u.email) AS username, u.active,
+  u.role, to_char(u.email_verified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS email_verified_at,
+  u.created_at, u.updated_at,
+  coalesce((SELECT json_agg(g.name ORDER BY g.name COLLATE "C") FROM group_members m
+    JOIN groups g ON g.id = m.group_id WHERE m.user_id = u.id), '[]'::json) AS groups,
+  p.user_id IS NOT NULL AS provisioned, p.external_id, p.given_name, p.family_name,
+  p.formatted_name, p.primary_email_type, p.other_emails, p.employee_number, p.department,
+  p.manager_id, u.password_hash`
+
+/** A row of EXPORT_COLUMNS: timestamps as Dates, the profile's columns flat. */
+type ExportRow = Stored<Omit<ExportedUser, 'scim'>> &
+  Omit<TransferredProfile, 'other_emails'> & { provisioned: boolean; other_emails: string | null }
+
+function exportedUser(row: ExportRow): ExportedUser {
+  const { provisioned, other_emails: otherEmails, ...rest } = row
+  const {
+    external_id,
+    given_name,
+    family_name,
+    formatted_name,
+    primary_email_type,
+    employee_number,
+    department,
+    manager_id,
+    ...user
+  } = rest
+  const scim: TransferredProfile | null = provisioned
+    ? {
+        external_id,
+        given_name,
+        family_name,
+        formatted_name,
+        primary_email_type,
+        other_emails: JSON.parse(otherEmails ?? '[]'),
+        employee_number,
+        department,
+        manager_id,
+      }
+    : null
+  const { password_hash, ...record } = withIsoTimestamps<Omit<ExportedUser, 'scim'>>(user)
+  return { ...record, scim, password_hash }
+}
+
 /** Every user in id order from one REPEATABLE READ snapshot, a batch at a time. */
 async function* exportBatches(pool: SQL): AsyncIterable<readonly ExportedUser[]> {
   const reserved = await pool.reserve()
@@ -500,13 +629,14 @@ async function* exportBatches(pool: SQL): AsyncIterable<readonly ExportedUser[]>
     await reserved`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
     let after = 0
     for (;;) {
-      const batch = await reserved.unsafe<Stored<ExportedUser>[]>(
-        `SELECT ${VIEW_COLUMNS}, password_hash FROM users WHERE id > $1 ORDER BY id LIMIT ${EXPORT_BATCH}`,
+      const batch = await reserved.unsafe<ExportRow[]>(
+        `SELECT ${EXPORT_COLUMNS} FROM users u LEFT JOIN user_profiles p ON p.user_id = u.id
+         WHERE u.id > $1 ORDER BY u.id LIMIT ${EXPORT_BATCH}`,
         [after],
       )
       if (batch.length === 0) break
-      yield batch.map(withIsoTimestamps<ExportedUser>)
-      after = (batch.at(-1) as Stored<ExportedUser>).id
+      yield batch.map(exportedUser)
+      after = (batch.at(-1) as ExportRow).id
     }
   } finally {
     await reserved`ROLLBACK`.catch(() => {})

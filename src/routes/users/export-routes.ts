@@ -12,6 +12,9 @@ const MEDIA_TYPES: Record<TransferFormat, string> = {
   jsonl: 'application/x-ndjson; charset=utf-8',
 }
 
+/** Over HTTP: never password hashes, nor SCIM profiles (users:read does not cover SCIM's data). */
+const HTTP_EXPORT = { passwordHashes: false, scimProfiles: false }
+
 /**
  * GET /users/export?format=csv|jsonl (API key): every user, streamed, the same lines as
  * `roster users export` (never the password hashes: those leave only through the CLI).
@@ -34,7 +37,7 @@ export function userExportRoutes(
       const format = query.oneOf('format', ['jsonl', 'csv'] as const, 'jsonl')
       query.assertValid()
       const day = new Date(clock()).toISOString().slice(0, 10)
-      return new Response(streamText(exportChunks(users.exportAll(), format, false)), {
+      return new Response(streamText(exportChunks(users.exportAll(), format, HTTP_EXPORT)), {
         headers: {
           'content-type': MEDIA_TYPES[format],
           'content-disposition': `attachment; filename="roster-users-${day}.${format}"`,
@@ -48,7 +51,7 @@ export function userExportRoutes(
         tags: ['users'],
         summary: 'Export every user (users:read)',
         description:
-          'Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, created_at, updated_at. The same lines as `roster users export`; password hashes are never exported over HTTP. One consistent snapshot, however long it streams.',
+          'Streams every user, oldest first, as JSON Lines (format=jsonl, the default) or CSV with a header row (format=csv): id, name, email, username, active, role, email_verified_at, created_at, updated_at, and in JSON Lines groups (their names). The same lines as `roster users export` without its SCIM profiles; password hashes are never exported over HTTP. CSV cannot carry groups. One consistent snapshot, however long it streams.',
         security: guard.security,
         parameters: [
           {

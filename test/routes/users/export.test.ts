@@ -4,7 +4,7 @@ import { expectEnvelope, makeTestApp } from '../../helpers/app'
 import { apiKey, PASSWORD, signedIn } from '../../helpers/auth'
 
 describe('GET /users/export (API key)', () => {
-  test('the same lines as `roster users export`, as JSON Lines or CSV, with no password hash', async () => {
+  test('the same lines as `roster users export`, as JSON Lines or CSV, with no password hash and no SCIM profile', async () => {
     await using t = await makeTestApp()
     const key = { 'x-api-key': await apiKey(t) }
     await t.post('/users', { name: '=HYPERLINK("x")', email: 'formula@example.com' })
@@ -13,7 +13,12 @@ describe('GET /users/export (API key)', () => {
       const reply = await t.get(`/users/export?format=${format}`, { headers: key })
       expect(reply.status).toBe(200)
       const cli = (
-        await Array.fromAsync(exportChunks(t.deps.users.exportAll(), format, false))
+        await Array.fromAsync(
+          exportChunks(t.deps.users.exportAll(), format, {
+            passwordHashes: false,
+            scimProfiles: false,
+          }),
+        )
       ).join('')
       expect(reply.text).toBe(cli)
       expect(reply.text).not.toContain('argon2')
@@ -30,6 +35,19 @@ describe('GET /users/export (API key)', () => {
         .split('\n')
         .map((line) => JSON.parse(line).email),
     ).toEqual(['formula@example.com', 'bob@example.com'])
+    // The record's fields, groups by name; SCIM's profile is the scim scope's, not users:read's.
+    expect(Object.keys(JSON.parse(jsonl.text.split('\n')[0] as string))).toEqual([
+      'id',
+      'name',
+      'email',
+      'username',
+      'active',
+      'role',
+      'email_verified_at',
+      'created_at',
+      'updated_at',
+      'groups',
+    ])
     const csv = await t.get('/users/export?format=csv', { headers: key })
     expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8')
     // A formula is defused for spreadsheets, as the CLI's export does.
