@@ -36,18 +36,21 @@ ${renderFlags(CHANGE_FLAGS)}
 
 roster users export [--format jsonl|csv] > FILE
   Writes every user, in id order and from one snapshot, to standard output: id, name, email,
-  created_at, updated_at. In CSV, a value a spreadsheet would run as a formula (starting with
-  = + - @) is written with a ' in front; import takes it off again.
+  username, active, role, email_verified_at, created_at, updated_at, and in JSON Lines its
+  groups (by name) and SCIM profile. CSV cannot carry groups or SCIM profiles: it says on
+  standard error how many users had some. In CSV, a value a spreadsheet would run as a formula
+  (starting with = + - @) is written with a ' in front; import takes it off again.
 
 ${renderFlags(EXPORT_FLAGS)}
 
-roster users import FILE [--format jsonl|csv] [--skip-invalid]
-  Reads users from FILE (- for standard input): name, email and optionally password (hashed
-  with argon2id on the way in, about 20 a second) or password_hash (argon2 or bcrypt, as
-  export --with-password-hashes writes it). id, created_at, updated_at and version are
-  accepted and ignored: imported users get new ids. Every row is checked as POST /users
-  checks it, and emails must be new. By default one bad row imports nothing; the errors are
-  listed with their line numbers. Progress goes to standard error.
+roster users import FILE [--format jsonl|csv] [--skip-invalid] [--keep-ids]
+  Reads users from FILE (- for standard input): name, email, every other field export writes
+  (groups are found by name, made when missing), and optionally password (hashed with argon2id
+  on the way in, about 20 a second) or password_hash (argon2 or bcrypt, as export
+  --with-password-hashes writes it). id is ignored unless --keep-ids, version always. Every
+  row is checked as POST /users checks it, and emails and usernames must be new. By default
+  one bad row imports nothing; the errors are listed with their line numbers. Progress goes
+  to standard error.
 
 ${renderFlags(IMPORT_FLAGS)}`
 
