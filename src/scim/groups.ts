@@ -1,7 +1,7 @@
 import type { AuditSource } from '../audit/events'
 import { parseRowId } from '../db/row-id'
 import type { Transaction } from '../db/unit'
-import { AppError, scimBadRequest } from '../errors/errors'
+import { AppError, ScimError, scimBadRequest } from '../errors/errors'
 import type { GroupRecord } from '../groups/records'
 import type { GroupWrites } from '../groups/store'
 import { FIELD_RULES, isValidName } from '../users/fields'
@@ -127,9 +127,8 @@ export class ScimGroups {
   async create(input: ScimGroupInput, by: AuditSource): Promise<ScimGroupRow> {
     const id = await this.inputs.transaction(async (tx) => {
       const created = await tx.groups.create({ name: input.name, description: null }, by)
-      if (input.externalId !== null) {
-        await tx.scimProfiles.putGroupExternalId(created.id, input.externalId)
-      }
+      // Always: the row marks the group as SCIM's, with or without an externalId.
+      await tx.scimProfiles.putGroupExternalId(created.id, input.externalId)
       for (const member of input.members) await addMember(tx.groups, created.id, member, by)
       return created.id
     })
@@ -142,6 +141,7 @@ export class ScimGroups {
     versions: readonly number[] | null,
     by: AuditSource,
   ): Promise<ScimGroupRow> {
+    await this.requireProvisioned(id)
     await this.inputs.transaction(async (tx) => {
       // The update's answer holds the members as this unit sees them (the row is locked).
       const renamed = await tx.groups.update(id, { name: input.name }, { versions }, by)
@@ -167,6 +167,7 @@ export class ScimGroups {
     base: string,
     by: AuditSource,
   ): Promise<ScimGroupRow | null> {
+    await this.requireProvisioned(id)
     return await patchOnVersionRead(
       () => this.get(id),
       (current) => current.group.version,
@@ -181,7 +182,22 @@ export class ScimGroups {
   }
 
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
+    await this.requireProvisioned(id)
     await this.inputs.transaction((tx) => tx.groups.remove(id, { versions }, by))
+  }
+
+  /**
+   * 403 unless SCIM made the group (CONTRACT section 17: a SCIM key holds the groups it
+   * provisioned); a missing group passes, for the write to answer 404 as before.
+   */
+  private async requireProvisioned(id: number): Promise<void> {
+    if ((await this.inputs.rows.groupExternalIds([id])).has(id)) return
+    if ((await this.inputs.groups.get(id)) === null) return
+    throw new ScimError(
+      'FORBIDDEN',
+      null,
+      'A SCIM key changes only the groups SCIM provisioned; this one was made outside SCIM',
+    )
   }
 
   /** The group as committed: what the answer shows (404 if another write deleted it since). */

@@ -88,8 +88,11 @@ export interface ScimGroupQuery {
 export interface ScimProfileRows {
   /** The groups a filter matches, in order, with the total the filter matches. */
   listGroups(query: ScimGroupQuery): Promise<{ total: number; rows: ScimGroupRow[] }>
-  /** The externalIds of these groups; a group without one is left out. */
-  groupExternalIds(groupIds: readonly number[]): Promise<Map<number, string>>
+  /**
+   * The groups among these that SCIM provisioned (created through /scim/v2), each with its
+   * externalId (null: none); a group made outside SCIM is left out.
+   */
+  groupExternalIds(groupIds: readonly number[]): Promise<Map<number, string | null>>
   /** The names of these users (a group's members' `display`); a missing user is left out. */
   namesOf(userIds: readonly number[]): Promise<Map<number, string>>
   /** The profiles of these users; a user without one is left out. */
@@ -102,6 +105,6 @@ export interface ScimProfileRows {
 export interface ScimProfileWrites {
   /** Stores the user's profile, replacing what was there. */
   put(userId: number, profile: ScimProfile): Promise<void>
-  /** Stores the group's externalId, or forgets it (null). */
+  /** Marks the group as SCIM's, with its externalId (null: none, or forgotten). */
   putGroupExternalId(groupId: number, externalId: string | null): Promise<void>
 }

@@ -9,7 +9,7 @@ import type { Grant } from '../../src/auth/access'
 import { type Operation, RULES } from '../../src/routes/authorisation'
 import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { PASSWORD } from '../helpers/auth'
-import { expectScimError, PATCH, USER } from './scim/helpers'
+import { expectScimError, GROUP, PATCH, USER } from './scim/helpers'
 
 async function keyWith(t: TestApp, scopes: Grant[], expiresAt?: string) {
   const { key, id } = await t.deps.apiKeys.create(
@@ -228,6 +228,58 @@ describe('Authority never grows: a SCIM key holds only what SCIM provisioned', (
       expect(made.status).toBe(201)
       expect(await signsIn(t, 'p@example.com', PASSWORD)).toBe(true)
     }
+  })
+})
+
+describe('Authority never grows: a SCIM key holds only the groups SCIM provisioned', () => {
+  test('a group made through /groups is not SCIM’s to change or delete; one SCIM made stays its own without an externalId', async () => {
+    await using t = await makeTestApp({ usersAccess: 'protected' })
+    const { root } = await admins(t)
+    const scim = {
+      ...(await keyWith(t, ['scim'])).headers,
+      'content-type': 'application/scim+json',
+    }
+    const local = await t.post('/groups', { name: 'Admins' }, { headers: root.headers })
+    expect(local.status).toBe(201)
+    const id = local.body.id
+    expect((await t.get(`/scim/v2/Groups/${id}`, { headers: scim })).status).toBe(200)
+    expectScimError(
+      await t.call('PATCH', `/scim/v2/Groups/${id}`, {
+        json: {
+          schemas: [PATCH],
+          Operations: [{ op: 'replace', path: 'displayName', value: 'X' }],
+        },
+        headers: scim,
+      }),
+      403,
+    )
+    expectScimError(
+      await t.call('PUT', `/scim/v2/Groups/${id}`, {
+        json: { schemas: [GROUP], displayName: 'X' },
+        headers: scim,
+      }),
+      403,
+    )
+    expectScimError(await t.call('DELETE', `/scim/v2/Groups/${id}`, { headers: scim }), 403)
+    expect((await t.get(`/groups/${id}`, { headers: root.headers })).body.name).toBe('Admins')
+    const own = await t.call('POST', '/scim/v2/Groups', {
+      json: { schemas: [GROUP], displayName: 'Engineering' },
+      headers: scim,
+    })
+    const replaced = await t.call('PUT', `/scim/v2/Groups/${own.body.id}`, {
+      json: { schemas: [GROUP], displayName: 'Eng' },
+      headers: scim,
+    })
+    expect(replaced.status).toBe(200)
+    expect(replaced.body.externalId).toBeUndefined()
+    const renamed = await t.call('PATCH', `/scim/v2/Groups/${own.body.id}`, {
+      json: { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'E' }] },
+      headers: scim,
+    })
+    expect(renamed.body.displayName).toBe('E')
+    expect(
+      (await t.call('DELETE', `/scim/v2/Groups/${own.body.id}`, { headers: scim })).status,
+    ).toBe(204)
   })
 })
 

@@ -300,7 +300,8 @@ export const groupProfiles = pgTable(
     groupId: integer('group_id')
       .primaryKey()
       .references(() => groups.id, { onDelete: 'cascade' }),
-    externalId: text('external_id').notNull(),
+    /** null: SCIM made the group without one (the row still marks the group as SCIM's). */
+    externalId: text('external_id'),
   },
   (table) => [index('group_profiles_external_id_idx').on(table.externalId)],
 )

@@ -62,10 +62,7 @@ const writesOf = (q: SQL): ScimProfileWrites => ({
     await q.unsafe(UPSERT, [userId, ...profileValues(profile)])
   },
   async putGroupExternalId(groupId, externalId) {
-    if (externalId === null) {
-      await q`DELETE FROM group_profiles WHERE group_id = ${groupId}`
-      return
-    }
+    // The row stays with a null externalId: it also says the group is SCIM's (section 17).
     await q`INSERT INTO group_profiles (group_id, external_id) VALUES (${groupId}, ${externalId})
       ON CONFLICT (group_id) DO UPDATE SET external_id = excluded.external_id`
   },
@@ -107,7 +104,7 @@ export function createPgScimRows(pool: SQL): ScimProfileRows & {
       return { total, rows: found }
     },
     async groupExternalIds(ids) {
-      const rows = await pool.unsafe<{ group_id: number; external_id: string }[]>(
+      const rows = await pool.unsafe<{ group_id: number; external_id: string | null }[]>(
         'SELECT group_id, external_id FROM group_profiles WHERE group_id = ANY($1::int4[])',
         [`{${ids.map(Number).join(',')}}`],
       )

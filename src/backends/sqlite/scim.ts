@@ -120,14 +120,13 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
       })),
     }
   })
-  const externalIds = reader.query<{ group_id: number; external_id: string }, [string]>(
+  const externalIds = reader.query<{ group_id: number; external_id: string | null }, [string]>(
     'SELECT group_id, external_id FROM group_profiles WHERE group_id IN (SELECT value FROM json_each(?))',
   )
   const putGroupProfile = writer.query(
     `INSERT INTO group_profiles (group_id, external_id) VALUES (?, ?)
      ON CONFLICT (group_id) DO UPDATE SET external_id = excluded.external_id`,
   )
-  const forgetGroupProfile = writer.query('DELETE FROM group_profiles WHERE group_id = ?')
   const names = reader.query<{ id: number; name: string }, [string]>(
     'SELECT id, name FROM users WHERE id IN (SELECT value FROM json_each(?))',
   )
@@ -153,9 +152,9 @@ export function createSqliteScimRows(store: Store): ScimProfileRows & {
     inUnit: {
       put: (userId, profile) => settle(() => void upsert.run(userId, ...profileValues(profile))),
       putGroupExternalId: (groupId, externalId) =>
+        // The row stays with a null externalId: it also says the group is SCIM's (section 17).
         settle(() => {
-          if (externalId === null) forgetGroupProfile.run(groupId)
-          else putGroupProfile.run(groupId, externalId)
+          putGroupProfile.run(groupId, externalId)
         }),
     },
   }

@@ -1,0 +1,1 @@
+ALTER TABLE "group_profiles" ALTER COLUMN "external_id" DROP NOT NULL;
