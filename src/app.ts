@@ -130,12 +130,7 @@ function routeInputs(deps: Deps) {
   const { config, users, clock } = deps
   const auth = authPlugin(deps.authenticator, config)
   /** What every way of signing in needs to answer like /login (routes/auth/sign-in.ts). */
-  const signIn = {
-    credentials: deps.credentials,
-    users,
-    startSecondStep: (userId: number) => deps.factors.startSecondStep(userId),
-    config,
-  }
+  const signIn = { door: deps.door, config }
   return {
     health: {
       checks: healthChecks({
@@ -168,7 +163,13 @@ function routeInputs(deps: Deps) {
       transaction: deps.transaction,
       config,
     },
-    account: { ...signIn, auth, authenticator: deps.authenticator },
+    account: {
+      ...signIn,
+      auth,
+      authenticator: deps.authenticator,
+      users,
+      credentials: deps.credentials,
+    },
     factors: {
       auth,
       factors: deps.factors,
@@ -184,7 +185,6 @@ function routeInputs(deps: Deps) {
       flows: deps.mail.flows,
       config,
       signIn,
-      hasSecondFactor: (userId: number) => deps.factors.hasSecondFactor(userId),
     },
     mail: {
       auth,

@@ -12,6 +12,7 @@ import {
 } from './auth/api-keys'
 import { type Authenticator, createAuthenticator } from './auth/authenticator'
 import { BasicCache } from './auth/basic'
+import { createSignInDoor, type SignInDoor } from './auth/door'
 import { LoginLimiter } from './auth/limiter'
 import { hashPassword } from './auth/passwords'
 import { type CredentialStore, createCredentialStore } from './auth/sessions'
@@ -46,6 +47,7 @@ import type { FileStore } from './storage/file-store'
 import { systemTimers, type Timers } from './timers'
 import { createUploadFiles } from './uploads/files'
 import { createUploadService, type UploadService } from './uploads/service'
+import type { UserRecord } from './users/records'
 import { createUserStore, type UserStore, type UserWrites, userWrites } from './users/store'
 import { builtInHandlers } from './webhooks/handlers'
 import type { WebhookInbox } from './webhooks/inbox'
@@ -86,6 +88,8 @@ export interface Deps {
   readonly apiKeys: ApiKeyStore
   readonly groups: GroupStore
   readonly authenticator: Authenticator
+  /** The one door every sign-in passes: admission, the second factor, issuing (auth/door.ts). */
+  readonly door: SignInDoor<UserRecord>
   readonly fileStore: FileStore
   readonly uploads: UploadService
   readonly webhooks: { inbox: WebhookInbox; worker: WebhookWorker }
@@ -223,6 +227,12 @@ export async function makeDeps(
     audit,
     now: clock,
   })
+  const factors = createSecondFactors({
+    transaction,
+    clock,
+    party: relyingParty(config.publicUrl, config.webauthnOrigins),
+    issuer: config.publicUrl === null ? 'roster' : new URL(config.publicUrl).hostname,
+  })
   const deps: Deps = {
     config,
     log,
@@ -256,11 +266,12 @@ export async function makeDeps(
       acceptPasswords: config.scimPasswords,
     }),
     scimGroups: new ScimGroups({ groups, rows: backend.scim, transaction }),
-    factors: createSecondFactors({
-      transaction,
-      clock,
-      party: relyingParty(config.publicUrl, config.webauthnOrigins),
-      issuer: config.publicUrl === null ? 'roster' : new URL(config.publicUrl).hostname,
+    factors,
+    door: createSignInDoor({
+      requireVerifiedEmail: config.requireVerifiedEmail,
+      users,
+      credentials,
+      factors,
     }),
     counts: async () => ({
       users: await users.count(),

@@ -4,6 +4,7 @@ import { AppError, badRequest } from '../errors/errors'
 import type { Role } from './access'
 import { API_KEY_PREFIX, type ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
+import { admit } from './door'
 import type { LoginLimiter } from './limiter'
 import { hashPassword, needsRehash, verifyPassword } from './passwords'
 import type { Principal, Scheme } from './principal'
@@ -118,10 +119,11 @@ export function createAuthenticator(deps: {
       deps.users.withPasswordHash(id),
     )
     if (cached !== null) {
-      if (cached.active === false) throw accountDeactivated()
-      if (deps.config.requireVerifiedEmail && cached.email_verified_at === null) {
-        throw emailNotVerified()
-      }
+      // The cache reads both (an absent one is no refusal: the lookup did not read it).
+      admit(
+        { active: cached.active !== false, verified: cached.email_verified_at !== null },
+        deps.config.requireVerifiedEmail,
+      )
       return { kind: 'user', userId: cached.id, role: cached.role, scheme: 'basic', user: cached }
     }
     return verifyBasic(credentials, schemes, originOf)
@@ -168,8 +170,7 @@ export function createAuthenticator(deps: {
         const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()))
         if (user === null || user.passwordHash === null || !ok) return { failed: user?.id ?? null }
         // Only after the right password: the refusal tells nothing to one who does not know it.
-        if (!user.active) throw accountDeactivated()
-        if (deps.config.requireVerifiedEmail && !user.verified) throw emailNotVerified()
+        admit(user, deps.config.requireVerifiedEmail)
         if (needsRehash(user.passwordHash)) strengthen(user.id, user.passwordHash, password)
         return {
           id: user.id,
@@ -375,22 +376,6 @@ let dummy: Promise<string> | null = null
 export function dummyHash(): Promise<string> {
   dummy ??= Bun.password.hash(crypto.randomUUID(), { algorithm: 'argon2id' })
   return dummy
-}
-
-/**
- * The account is deactivated (SCIM's active false, or PATCH /users/{id} { active: false }): its
- * password or link is right, and it still may not sign in.
- */
-export function accountDeactivated(): AppError {
-  return new AppError('FORBIDDEN', 'This account is deactivated; an administrator can restore it')
-}
-
-/** --require-verified-email: the password is right, the address not verified yet. */
-function emailNotVerified(): AppError {
-  return new AppError(
-    'EMAIL_NOT_VERIFIED',
-    'Verify the account’s email address first: POST /auth/verify-email/request sends the link',
-  )
 }
 
 /** How many addresses' lockouts are remembered; beyond that the oldest are forgotten. */

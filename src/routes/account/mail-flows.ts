@@ -1,6 +1,5 @@
 import { Elysia, t } from 'elysia'
 import type { AccountFlows, Asker } from '../../accounts/flows'
-import { accountDeactivated } from '../../auth/authenticator'
 import { adminTargetRefusal } from '../../auth/authority'
 import { hashPassword } from '../../auth/passwords'
 import type { Config } from '../../config'
@@ -46,8 +45,6 @@ export interface MailFlowRouteInputs {
   config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
   /** Answers a magic link's sign-in like /login (or with mfa_required when TOTP is on). */
   signIn: SignInAnswerInputs
-  /** Whether a mailed link must be followed by a TOTP code. */
-  hasSecondFactor(userId: number): Promise<boolean>
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -249,12 +246,10 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
       async ({ body, request, server, cookie, set }) => {
         const by = source(request, server, set)
         const user = await flows.confirmMagicLink(magicLinkProof(body), by)
-        if (!user.active) throw accountDeactivated()
-        const secondFactor = await inputs.hasSecondFactor(user.id)
         return await answerSignIn(
           inputs.signIn,
           { request, cookie, set },
-          { id: user.id, secondFactor },
+          { id: user.id },
           by,
           'magic_link',
         )

@@ -1,20 +1,17 @@
 import type { Cookie } from 'elysia'
 import type { AuditSource } from '../../audit/events'
-import { ACCESS_TOKEN_TTL_MS, type CredentialStore, type SignInMethod } from '../../auth/sessions'
-import { AppError } from '../../errors/errors'
+import type { SignInDoor } from '../../auth/door'
+import { ACCESS_TOKEN_TTL_MS, type SignInMethod } from '../../auth/sessions'
 import { NO_STORE } from '../../http/credentials'
-import { toView } from '../../users/records'
-import type { UserStore } from '../../users/store'
+import { toView, type UserRecord } from '../../users/records'
 import type { User } from '../users/schema'
 import { sessionCookie, writeSessionCookie } from './cookies'
 import { type CookieSecurity, isSecure } from './plugin'
 
 /** What every way of signing in needs to answer like POST /login. */
 export interface SignInAnswerInputs {
-  credentials: Pick<CredentialStore, 'issue'>
-  users: Pick<UserStore, 'get'>
-  /** Starts the second step of an account with TOTP: its mfa_token. */
-  startSecondStep(userId: number): Promise<string>
+  /** Admits the account, decides the second factor and issues (auth/door.ts). */
+  door: SignInDoor<UserRecord>
   config: CookieSecurity
 }
 
@@ -39,32 +36,30 @@ export interface SecondStepAnswer {
 }
 
 /**
- * The one answer of a sign-in (CONTRACT sections 4 and 15): a session cookie, a bearer token
- * and the user's record; or, when the account has TOTP and what was proved is not a second
- * factor, `mfa_required` with an mfa_token and nothing else (no cookie, no token).
+ * The one answer of a sign-in (CONTRACT sections 4 and 15), once the user proved who it is by
+ * `method`: the door (auth/door.ts) admits the account (403 when deactivated or, with
+ * --require-verified-email, unverified), then answers a session cookie, a bearer token and the
+ * user's record; or, when the account has TOTP and what was proved is not a second factor,
+ * `mfa_required` with an mfa_token and nothing else (no cookie, no token).
  */
 export async function answerSignIn(
   inputs: SignInAnswerInputs,
   context: SignInContext,
-  user: { id: number; secondFactor: boolean },
+  account: { id: number; secondFactor?: boolean },
   by: AuditSource,
   method: SignInMethod,
 ): Promise<SignedInAnswer | SecondStepAnswer> {
   context.set.headers['cache-control'] = NO_STORE
-  if (user.secondFactor) {
-    return { mfa_required: true, mfa_token: await inputs.startSecondStep(user.id) }
-  }
-  const issued = await inputs.credentials.issue(user.id, by, method)
+  const entered = await inputs.door.enter(account, method, by)
+  if (entered.kind === 'second-step') return { mfa_required: true, mfa_token: entered.mfaToken }
   writeSessionCookie(
     sessionCookie(context.cookie),
-    issued.sessionToken,
+    entered.sessionToken,
     isSecure(context.request, inputs.config),
   )
-  const record = await inputs.users.get(user.id)
-  if (record === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
   return {
-    user: toView(record),
-    access_token: issued.accessToken,
+    user: toView(entered.user),
+    access_token: entered.accessToken,
     token_type: 'Bearer',
     expires_in: ACCESS_TOKEN_TTL_MS / 1000,
   }

@@ -1,6 +1,4 @@
 import { Elysia } from 'elysia'
-import { accountDeactivated } from '../../auth/authenticator'
-import { AppError } from '../../errors/errors'
 import type { CredentialJson } from '../../factors/webauthn'
 import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
@@ -20,7 +18,7 @@ import {
 
 /** Passkeys (CONTRACT section 15): registration while signed in, sign-in without a name, the list. */
 export function passkeyRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' | '/v2') {
-  const { auth, factors, users } = inputs
+  const { auth, factors } = inputs
   const kit = factorKit(inputs)
   const { callerOf, requireStepUp, origin, stepUpErrors, stepUpText } = kit
   const registerOptions = kit.guard('POST /auth/passkeys/register/options')
@@ -117,17 +115,8 @@ export function passkeyRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' | '/
           context.body as unknown as CredentialJson,
           by,
         )
-        const user = await users.get(userId)
-        if (user === null) throw new AppError('INVALID_CREDENTIALS', 'This account is gone')
-        if (!user.active) throw accountDeactivated()
         // A passkey with user verification is two factors in one: no second step follows.
-        return await answerSignIn(
-          inputs.signIn,
-          context,
-          { id: userId, secondFactor: false },
-          by,
-          'passkey',
-        )
+        return await answerSignIn(inputs.signIn, context, { id: userId }, by, 'passkey')
       },
       {
         ...loginVerify.hook,

@@ -1,5 +1,4 @@
 import { Elysia } from 'elysia'
-import { accountDeactivated } from '../../auth/authenticator'
 import { fieldDetail } from '../../errors/details'
 import { AppError, validationFailed } from '../../errors/errors'
 import { NO_STORE } from '../../http/credentials'
@@ -181,11 +180,10 @@ export function secondStepRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' |
             'The code is wrong (an mfa_token takes 5 tries)',
           )
         }
-        if (!user.active) throw accountDeactivated()
         return await answerSignIn(
           inputs.signIn,
           context,
-          { id: done.done.userId, secondFactor: false },
+          { id: done.done.userId },
           by,
           done.done.method,
         )
