@@ -265,7 +265,12 @@ export async function makeDeps(
       hashPassword,
       acceptPasswords: config.scimPasswords,
     }),
-    scimGroups: new ScimGroups({ groups, rows: backend.scim, transaction }),
+    scimGroups: new ScimGroups({
+      groups,
+      roleOf: async (userId) => (await users.get(userId))?.role ?? null,
+      rows: backend.scim,
+      transaction,
+    }),
     factors,
     door: createSignInDoor({
       requireVerifiedEmail: config.requireVerifiedEmail,

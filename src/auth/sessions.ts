@@ -112,6 +112,12 @@ export interface CredentialRows {
 export interface CredentialWrites
   extends Pick<CredentialRows, 'insertLogin' | 'deleteSession' | 'deleteAccessToken'> {
   revokeAllForUser(userId: number): Promise<void>
+  /**
+   * Revokes the active API keys an admin's credential made (`created_by_user`, which a key made
+   * by such a key inherits): for good when the admin is demoted, deactivated or deleted, so a
+   * key leaked before does not come back with a restored admin (section 17). Their ids.
+   */
+  revokeKeysMadeBy(userId: number, at: string): Promise<number[]>
 }
 
 /** How a user proved who it is, as its sign-in event says. */

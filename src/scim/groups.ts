@@ -95,6 +95,8 @@ export function readScimGroup(body: Record<string, unknown>): ScimGroupInput {
 
 export interface ScimGroupsInputs {
   groups: { get(id: number): Promise<GroupRecord | null> }
+  /** The role of a user, to keep admins out of SCIM's reach (null: no such user). */
+  roleOf(userId: number): Promise<string | null>
   rows: ScimProfileRows
   transaction: Transaction<{ groups: GroupWrites; scimProfiles: ScimProfileWrites }>
 }
@@ -125,6 +127,7 @@ export class ScimGroups {
   }
 
   async create(input: ScimGroupInput, by: AuditSource): Promise<ScimGroupRow> {
+    await this.refuseAdmins(input.members)
     const id = await this.inputs.transaction(async (tx) => {
       const created = await tx.groups.create({ name: input.name, description: null }, by)
       // Always: the row marks the group as SCIM's, with or without an externalId.
@@ -142,6 +145,8 @@ export class ScimGroups {
     by: AuditSource,
   ): Promise<ScimGroupRow> {
     await this.requireProvisioned(id)
+    const before = await this.inputs.groups.get(id)
+    if (before !== null) await this.refuseAdmins(changedMembers(before.members, input.members))
     await this.inputs.transaction(async (tx) => {
       // The update's answer holds the members as this unit sees them (the row is locked).
       const renamed = await tx.groups.update(id, { name: input.name }, { versions }, by)
@@ -187,6 +192,21 @@ export class ScimGroups {
   }
 
   /**
+   * 403 when one of these users is an admin: a SCIM key never changes an admin, its groups
+   * included (section 17).
+   */
+  private async refuseAdmins(userIds: Iterable<number>): Promise<void> {
+    for (const userId of userIds) {
+      if ((await this.inputs.roleOf(userId)) !== 'admin') continue
+      throw new ScimError(
+        'FORBIDDEN',
+        null,
+        `members: user ${userId} is an admin, whose groups a SCIM key does not change`,
+      )
+    }
+  }
+
+  /**
    * 403 unless SCIM made the group (CONTRACT section 17: a SCIM key holds the groups it
    * provisioned); a missing group passes, for the write to answer 404 as before.
    */
@@ -206,6 +226,13 @@ export class ScimGroups {
     if (group === null) throw new AppError('NOT_FOUND', 'No group with this id')
     return group
   }
+}
+
+/** The users a replacement adds or removes. */
+function changedMembers(had: readonly number[], wanted: readonly number[]): number[] {
+  const before = new Set(had)
+  const after = new Set(wanted)
+  return [...after.difference(before), ...before.difference(after)]
 }
 
 /** Whether storing `input` would leave the group as it is: its name, externalId and members. */

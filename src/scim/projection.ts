@@ -1,4 +1,5 @@
 import { scimBadRequest } from '../errors/errors'
+import { reachesPrototype } from '../own-keys'
 import { attributeKey } from './names'
 
 /** Attributes every answer carries, whatever `attributes` or `excludedAttributes` say. */
@@ -24,6 +25,10 @@ export function readProjection(attributes: string | null, excluded: string | nul
           .filter((name) => name !== '')
   const wanted = names(attributes)
   const unwanted = names(excluded) ?? []
+  const reaching = [...(wanted ?? []), ...unwanted].find(reachesPrototype)
+  if (reaching !== undefined) {
+    throw scimBadRequest('invalidPath', `${JSON.stringify(reaching)} names no attribute`)
+  }
   if ((wanted?.length ?? 0) > MAX_NAMES || unwanted.length > MAX_NAMES) {
     throw scimBadRequest(
       'invalidValue',

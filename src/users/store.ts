@@ -258,6 +258,10 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       if (changes.passwordHash !== undefined || roleChanges || deactivated) {
         await credentials.revokeAllForUser(id)
       }
+      // An admin no longer (demoted or deactivated): the keys its credential made end for good.
+      if (before.role === 'admin' && (after.role !== 'admin' || deactivated)) {
+        await revokeKeysMadeBy(id, by)
+      }
       // A new password or address ends the links mailed before it (section 14): a reset link
       // in an old mailbox must not outlive the change. So does a deactivation.
       const emailChanged =
@@ -292,6 +296,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       if ((await users.lockRole(id)) === 'admin') {
         if (guard.refuseIfAdmin !== undefined) throw guard.refuseIfAdmin
         await keepAnAdmin(users, id)
+        await revokeKeysMadeBy(id, by)
       }
       // Its groups stay; each one it leaves shows it (a new version, so a new ETag). Before the
       // deletion, which takes the memberships with it; the unit undoes both if the guard fails.
@@ -302,6 +307,16 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       await audit.record(by, { action: 'user.deleted', target: userTarget(id), changes })
     },
     idByEmail: (email) => users.idByEmailKey(emailKey(email)),
+  }
+
+  /** Revokes the keys an admin's credential made, one audit event per key (section 17). */
+  async function revokeKeysMadeBy(id: number, by: AuditSource): Promise<void> {
+    for (const key of await credentials.revokeKeysMadeBy(id, now().toISOString())) {
+      await audit.record(by, {
+        action: 'api_key.revoked',
+        target: { type: 'api_key', id: String(key) },
+      })
+    }
   }
 }
 

@@ -28,8 +28,10 @@ export interface ParsedEvent extends InboxEvent {
 /**
  * The handlers roster knows: `user.*` and `customer.*` keep a user in step with another
  * system, matched by `data.object.email`. `*.created` and `*.updated` create the user or update
- * its name; `*.deleted` removes it, and is a no-op for an unknown email. Other types are
- * stored and marked ignored by the worker.
+ * its name; `*.deleted` removes it, and is a no-op for an unknown email. An admin is never
+ * changed or removed (CONTRACT section 17: that takes `*`, and a sender's event holds no scope
+ * at all; the email comes from the sender's data): such an event is marked ignored. Other types
+ * are stored and marked ignored by the worker.
  */
 export function builtInHandlers(): Map<string, WebhookHandler> {
   const upsert: WebhookHandler = async (event, { users }) => {
@@ -39,13 +41,19 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
     if (existing === null) {
       const input = { name: name ?? email.split('@')[0] ?? email, email, passwordHash: null }
       await users.create(input, by)
-    } else if (name !== null) await users.update(existing, { name }, { versions: null }, by)
-    return 'processed' as const
+      return 'processed' as const
+    }
+    if (name === null) return 'processed' as const
+    return await unlessAdmin(() =>
+      users.update(existing, { name }, { versions: null, refuseIfAdmin: AN_ADMIN }, by),
+    )
   }
   const remove: WebhookHandler = async (event, { users }) => {
     const existing = await users.idByEmail(userFields(event).email)
-    if (existing !== null) await users.remove(existing, { versions: null }, sourceOf(event))
-    return 'processed' as const
+    if (existing === null) return 'processed' as const
+    return await unlessAdmin(() =>
+      users.remove(existing, { versions: null, refuseIfAdmin: AN_ADMIN }, sourceOf(event)),
+    )
   }
   const handlers = new Map<string, WebhookHandler>()
   for (const prefix of ['user', 'customer']) {
@@ -54,6 +62,20 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
     handlers.set(`${prefix}.deleted`, remove)
   }
   return handlers
+}
+
+/** Thrown by a write whose target is an admin (checked on the locked row, before any change). */
+const AN_ADMIN = new Error('the user is an admin')
+
+/** Runs a write of one user; an admin target makes the event ignored, not failed (no retries). */
+async function unlessAdmin(write: () => Promise<unknown>): Promise<HandlerOutcome> {
+  try {
+    await write()
+    return 'processed'
+  } catch (error) {
+    if (error === AN_ADMIN) return 'ignored'
+    throw error
+  }
 }
 
 /** A handler's changes are the sender's: the audit log names the event that made them. */

@@ -44,6 +44,12 @@ export function createPgCredentialRows(pool: SQL): CredentialRows & {
         await tx`DELETE FROM sessions WHERE user_id = ${userId}`
         await tx`DELETE FROM access_tokens WHERE user_id = ${userId}`
       },
+      async revokeKeysMadeBy(userId, at) {
+        const rows = await tx<{ id: number }[]>`
+          UPDATE api_keys SET revoked_at = ${at}
+          WHERE created_by_user = ${userId} AND revoked_at IS NULL RETURNING id`
+        return rows.map((row) => row.id).sort((a, b) => a - b)
+      },
       insertLogin: (session, token) => insertLogin(tx, session, token),
       deleteSession: (id) => deleteSession(tx, id),
       deleteAccessToken: (id) => deleteAccessToken(tx, id),

@@ -39,6 +39,10 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
   const deleteToken = sqlite.query('DELETE FROM access_tokens WHERE id = ?')
   const deleteUserSessions = sqlite.query('DELETE FROM sessions WHERE user_id = ?')
   const deleteUserTokens = sqlite.query('DELETE FROM access_tokens WHERE user_id = ?')
+  const revokeKeysMadeBy = sqlite.query<{ id: number }, [string, number]>(
+    `UPDATE api_keys SET revoked_at = ? WHERE created_by_user = ? AND revoked_at IS NULL
+     RETURNING id`,
+  )
   const sessionCreated = reader.query<{ at: number }, [string]>(
     'SELECT created_at AS at FROM sessions WHERE id = ?',
   )
@@ -61,6 +65,8 @@ export function createSqliteCredentialRows(store: Store): CredentialRows & {
           deleteUserSessions.run(userId)
           deleteUserTokens.run(userId)
         }),
+      revokeKeysMadeBy: (userId, at) =>
+        settle(() => revokeKeysMadeBy.all(at, userId).map((row) => row.id)),
       insertLogin: (session, token) => settle(() => inWrite.insertLogin(session, token)),
       deleteSession: (id) => settle(() => deleteSession.run(id).changes > 0),
       deleteAccessToken: (id) => settle(() => deleteToken.run(id).changes > 0),

@@ -1,6 +1,13 @@
 import { fieldDetail } from '../../errors/details'
 import { badRequest, unsupportedMediaType, validationFailed } from '../../errors/errors'
-import { mediaTypeOf, parseJsonObject, readText, requireUtf8Charset } from '../../http/json-body'
+import {
+  mediaTypeOf,
+  parseJsonObject,
+  prototypeKeyRefused,
+  readText,
+  requireUtf8Charset,
+} from '../../http/json-body'
+import { isPrototypeKey } from '../../own-keys'
 
 /** Sign-in bodies are small; anything bigger is refused before it is read. */
 const MAX_LOGIN_BYTES = 16 * 1024
@@ -52,13 +59,16 @@ async function parseMultipart(text: string, contentType: string): Promise<FormDa
   }
 }
 
-/** One value per field; a field given twice or as a file is refused. */
+/**
+ * One value per field; a field given twice or as a file is refused, and so is one named
+ * `__proto__`, `constructor` or `prototype` (section 17, as a JSON body's keys are).
+ */
 function flatten(entries: URLSearchParams | FormData): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
+  const out: Record<string, unknown> = Object.create(null)
   const problems = []
   const seen = new Set<string>()
   for (const [key, value] of entries) {
-    if (key === '__proto__') continue
+    if (isPrototypeKey(key)) throw prototypeKeyRefused(key)
     if (seen.has(key)) problems.push(fieldDetail(key, 'must be given once'))
     else if (typeof value !== 'string') problems.push(fieldDetail(key, 'must be a text field'))
     seen.add(key)

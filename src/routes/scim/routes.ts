@@ -6,6 +6,7 @@ import { SCIM_JSON } from '../../http/error-handler'
 import { jsonBody } from '../../http/json-body'
 import { jsonResponse } from '../../http/json-response'
 import { publicBaseUrl } from '../../http/request-context'
+import { ownValue, reachesPrototype } from '../../own-keys'
 import { MAX_RESULTS, resourceTypes, schemas, serviceProviderConfig } from '../../scim/discovery'
 import { type Condition, parseGroupFilter, parseUserFilter } from '../../scim/filter'
 import { readScimGroup, type ScimGroups, toScimGroup } from '../../scim/groups'
@@ -331,7 +332,7 @@ async function listGroups(
   const sortKey =
     sortBy === null || sortBy.trim() === ''
       ? 'group_id'
-      : GROUP_SORT_KEYS[attributeKey(sortBy.trim())]
+      : ownValue(GROUP_SORT_KEYS, sortKeyName(sortBy))
   if (sortKey === undefined) {
     throw scimBadRequest('invalidValue', `roster cannot sort groups by ${JSON.stringify(sortBy)}`)
   }
@@ -495,9 +496,20 @@ const SORT_KEYS: Record<string, SortKey> = {
   'manager.value': 'manager_id',
 }
 
+/**
+ * A sortBy's attribute as the sort tables name it; 400 invalidPath for one leading into a
+ * prototype (section 17). Looked up as an own key only: the tables are plain objects.
+ */
+function sortKeyName(text: string): string {
+  if (reachesPrototype(text)) {
+    throw scimBadRequest('invalidPath', `sortBy ${JSON.stringify(text)} names no attribute`)
+  }
+  return attributeKey(text.trim())
+}
+
 function sortKeyOf(text: string | null): SortKey {
   if (text === null || text.trim() === '') return 'id'
-  const key = SORT_KEYS[attributeKey(text.trim())]
+  const key = ownValue(SORT_KEYS, sortKeyName(text))
   if (key === undefined) {
     throw scimBadRequest('invalidValue', `roster cannot sort by ${JSON.stringify(text)}`)
   }

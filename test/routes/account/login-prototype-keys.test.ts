@@ -30,13 +30,11 @@ describe('POST /login with a field named after a prototype key', () => {
       ]
       const asForm = new URLSearchParams(fields).toString()
       const asMultipart = multipart(fields)
+      // The type (with its boundary) is read before the body: a consumed Response loses it.
+      const multipartType = asMultipart.headers.get('content-type') ?? ''
       const bodies: [string, BodyInit, string][] = [
         ['form', asForm, 'application/x-www-form-urlencoded'],
-        [
-          'multipart',
-          await asMultipart.arrayBuffer(),
-          asMultipart.headers.get('content-type') ?? '',
-        ],
+        ['multipart', await asMultipart.arrayBuffer(), multipartType],
       ]
       for (const [kind, body, type] of bodies) {
         const reply = await t.call('POST', '/login', { body, headers: { 'content-type': type } })
