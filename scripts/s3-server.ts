@@ -50,11 +50,13 @@ export async function startS3(
     const script = options.stock
       ? join(s3rver, 'bin', 's3rver.js')
       : join(import.meta.dir, 's3rver-multipart.cjs')
+    // Its errors go to a file, not a pipe: a pipe nobody reads fills up (every aborted request
+    // logs a stack), and s3rver then blocks on its next write and answers nothing more.
     child = Bun.spawn(['node', '--openssl-legacy-provider', script, ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'ignore', Bun.file(join(base, 's3rver.log'))],
     })
     if (options.reapWith !== undefined) reap(child.pid, options.reapWith)
-    await waitUntilUp(endpoint, child)
+    await waitUntilUp(endpoint, child, join(base, 's3rver.log'))
   }
   await start()
   return {
@@ -78,7 +80,7 @@ export async function startS3(
   }
 }
 
-async function waitUntilUp(endpoint: string, child: ReturnType<typeof Bun.spawn>) {
+async function waitUntilUp(endpoint: string, child: ReturnType<typeof Bun.spawn>, log: string) {
   const deadline = Date.now() + 15_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break
@@ -90,8 +92,9 @@ async function waitUntilUp(endpoint: string, child: ReturnType<typeof Bun.spawn>
     await Bun.sleep(100)
   }
   child.kill('SIGKILL')
-  const stderr =
-    child.stderr instanceof ReadableStream ? await new Response(child.stderr).text() : ''
+  const stderr = await Bun.file(log)
+    .text()
+    .catch(() => '')
   throw new Error(`s3rver did not start: ${stderr.split('\n')[0] ?? ''}`)
 }
 
