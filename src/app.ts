@@ -131,6 +131,12 @@ function routeInputs(deps: Deps) {
   const auth = authPlugin(deps.authenticator, config)
   /** What every way of signing in needs to answer like /login (routes/auth/sign-in.ts). */
   const signIn = { door: deps.door, config }
+  /** The step-up rule's inputs, one for every change of a password or an email. */
+  const reauthentication = {
+    users,
+    confirmPassword: deps.authenticator.confirmPassword,
+    signedInRecently: recentSignIn(deps.credentials, clock),
+  }
   return {
     health: {
       checks: healthChecks({
@@ -152,8 +158,8 @@ function routeInputs(deps: Deps) {
       users,
       idempotency: deps.idempotency,
       transaction: deps.transaction,
-      confirmPassword: deps.authenticator.confirmPassword,
-      signedInRecently: recentSignIn(deps.credentials, clock),
+      confirmPassword: reauthentication.confirmPassword,
+      signedInRecently: reauthentication.signedInRecently,
       config,
     },
     groups: {
@@ -185,6 +191,7 @@ function routeInputs(deps: Deps) {
       flows: deps.mail.flows,
       config,
       signIn,
+      reauthentication,
     },
     mail: {
       auth,

@@ -30,12 +30,11 @@ export interface CredentialChangeDeps {
 
 /**
  * Who may change the password or email of an account that can sign in (CONTRACT.md section
- * 11): an API key with users:write or an admin, or the account's own credential together
- * with its current password (an account without one, with passkeys only: a sign-in within the
- * last 5 minutes, section 15's step-up). Anyone
- * else may set them only on an account that cannot sign in yet, and the write checks that again
- * on the locked row (the guard returned here). Anonymous callers get 401, other users 403, the
- * account itself without (or with a wrong) current password 403 REAUTHENTICATION_REQUIRED.
+ * 11): an API key with users:write or an admin, or the account's own credential with the
+ * step-up of requireReauthentication. Anyone else may set them only on an account that cannot
+ * sign in yet, and the write checks that again on the locked row (the guard returned here).
+ * Anonymous callers get 401, other users 403, the account itself without its proof 403
+ * REAUTHENTICATION_REQUIRED.
  */
 export async function authorizeCredentialChange(
   principal: Principal | null,
@@ -53,45 +52,57 @@ export async function authorizeCredentialChange(
   const emailChanges = change.email !== undefined && change.email !== target.user.email
   if (change.password === undefined && !emailChanges) return {}
   const { passwordHash } = target
-  const self = principal?.kind === 'user' && principal.userId === targetId
-  if (self && passwordHash !== null) {
-    await requireCurrentPassword(
-      { email: target.user.email, passwordHash },
-      change.currentPassword,
-      originOf,
-      deps,
-    )
+  if (principal !== null && isUser(principal, targetId)) {
+    const account = { email: target.user.email, passwordHash }
+    await requireReauthentication(principal, account, change.currentPassword, originOf, deps)
     return {}
-  }
-  // No password to confirm (passkeys or mailed links only): a sign-in within the last 5
-  // minutes is the proof instead (the step-up rule of section 15); otherwise, sign in again.
-  if (self) {
-    if (await deps.signedInRecently(principal)) return {}
-    return {
-      refuseIfCanSignIn: reauthenticationRequired(
-        'is not set for this account: sign in again (within 5 minutes) to change its password or email',
-      ),
-    }
   }
   const refusal = principal === null ? anonymousRefusal() : othersRefusal()
   if (passwordHash !== null) throw refusal
   return { refuseIfCanSignIn: refusal }
 }
 
-async function requireCurrentPassword(
-  account: { email: string; passwordHash: string },
-  given: string | undefined,
+/**
+ * The step-up of a change the account makes with its own credential to how it signs in or
+ * where its mail goes (CONTRACT sections 11, 15 and 17): its `current_password` in the same
+ * body when it has a password (checked under the login limiter, so a wrong one counts as a
+ * failed sign-in), else a sign-in within the last 5 minutes. 403 REAUTHENTICATION_REQUIRED
+ * otherwise. The one rule for PUT and PATCH /users/{id} {password, email} and for POST
+ * /auth/email-change/request: a stolen one-hour token alone moves nothing.
+ *
+ * An account without a password asks for a recent sign-in whether or not it has a passkey: a
+ * caller signed in as it proves it signs in somehow (a mailed link, at least), and a stolen
+ * token must not move it to the thief's address, from which the thief would sign in.
+ */
+export async function requireReauthentication(
+  principal: Principal,
+  account: { email: string; passwordHash: string | null },
+  currentPassword: string | undefined,
   originOf: () => Origin,
-  deps: CredentialChangeDeps,
+  deps: Pick<CredentialChangeDeps, 'signedInRecently' | 'confirmPassword'>,
 ): Promise<void> {
-  if (given === undefined || given === '') {
-    throw reauthenticationRequired(
-      'is required, with the account’s own credential, to change its password or email',
-    )
+  const { passwordHash } = account
+  if (passwordHash !== null) {
+    if (currentPassword === undefined || currentPassword === '') {
+      throw reauthenticationRequired(
+        'is required, with the account’s own credential, to change its password or email',
+      )
+    }
+    const confirmed = { email: account.email, passwordHash }
+    if (!(await deps.confirmPassword(confirmed, currentPassword, originOf()))) {
+      throw reauthenticationRequired(
+        'does not match the account’s current password',
+        currentPassword,
+      )
+    }
+    return
   }
-  if (!(await deps.confirmPassword(account, given, originOf()))) {
-    throw reauthenticationRequired('does not match the account’s current password', given)
-  }
+  // No password to confirm (passkeys or mailed links only): a sign-in within the last 5
+  // minutes is the proof instead (the step-up rule of section 15); otherwise, sign in again.
+  if (await deps.signedInRecently(principal)) return
+  throw reauthenticationRequired(
+    'is not set for this account: sign in again (within 5 minutes) to change its password or email',
+  )
 }
 
 function reauthenticationRequired(message: string, received?: string): AppError {

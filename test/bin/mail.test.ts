@@ -154,11 +154,12 @@ describe('mail through the compiled binary', () => {
       })
       expect(signedIn.status).toBe(200)
       const bearer = { authorization: `Bearer ${signedIn.body.access_token}` }
-      // The signed-in user moves to a new address: a link there, a notice to the old one.
+      // The signed-in user moves to a new address (its password as the step-up): a link
+      // there, a notice to the old one.
       const asked = await call(server.url, '/auth/email-change/request', {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...bearer },
-        body: JSON.stringify({ new_email: 'ada@new.example' }),
+        body: JSON.stringify({ new_email: 'ada@new.example', current_password: PASSWORD }),
       })
       expect(asked.status).toBe(202)
       const afterChange = await smtp.waitFor(3)

@@ -972,7 +972,7 @@ export interface paths {
         put?: never;
         /**
          * Move the signed-in account to a new address
-         * @description Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. 409 when another account has the new address; 422 when it is the current one.
+         * @description Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. Needs the step-up of PATCH /users/{id} {email}: `current_password` in the body (a wrong one counts as a failed sign-in), or, for an account without a password, a sign-in within the last 5 minutes; 403 REAUTHENTICATION_REQUIRED otherwise, before anything else is checked. 409 when another account has the new address; 422 when it is the current one.
          */
         post: operations["postAuthEmail-changeRequest"];
         delete?: never;
@@ -2588,7 +2588,7 @@ export interface paths {
         put?: never;
         /**
          * Move the signed-in account to a new address
-         * @description Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. 409 when another account has the new address; 422 when it is the current one.
+         * @description Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. Needs the step-up of PATCH /users/{id} {email}: `current_password` in the body (a wrong one counts as a failed sign-in), or, for an account without a password, a sign-in within the last 5 minutes; 403 REAUTHENTICATION_REQUIRED otherwise, before anything else is checked. 409 when another account has the new address; 422 when it is the current one.
          */
         post: operations["postV2AuthEmail-changeRequest"];
         delete?: never;
@@ -11614,7 +11614,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The address the account should move to. */
+        /** @description The address the account should move to, and the account’s current password (an account without one: a sign-in within the last 5 minutes instead). */
         requestBody: {
             content: {
                 "application/json": {
@@ -11623,6 +11623,8 @@ export interface operations {
                      * @example ada@example.com
                      */
                     new_email: string;
+                    /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
+                    current_password?: string;
                 };
             };
         };
@@ -11661,7 +11663,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description REAUTHENTICATION_REQUIRED, FORBIDDEN */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25553,7 +25555,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The address the account should move to. */
+        /** @description The address the account should move to, and the account’s current password (an account without one: a sign-in within the last 5 minutes instead). */
         requestBody: {
             content: {
                 "application/json": {
@@ -25562,6 +25564,8 @@ export interface operations {
                      * @example ada@example.com
                      */
                     new_email: string;
+                    /** @description Write-only. The account’s current password: needed, with the account’s own credential, to change its password or email. */
+                    current_password?: string;
                 };
             };
         };
@@ -25600,7 +25604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description REAUTHENTICATION_REQUIRED, FORBIDDEN */
             403: {
                 headers: {
                     [name: string]: unknown;

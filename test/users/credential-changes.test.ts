@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
 import { AppError } from '../../src/errors/errors'
+import { ManualClock } from '../../src/timers'
 import { expectEnvelope, makeTestApp, type TestApp } from '../helpers/app'
 import { apiKey, basic, form, PASSWORD, signedIn } from '../helpers/auth'
 
@@ -194,6 +195,39 @@ describe('changing the password or email of an account that can sign in (section
       'REAUTHENTICATION_REQUIRED',
     )
     expect((await t.call('PATCH', '/users/1', { json: { name: 'A' }, headers })).status).toBe(200)
+  })
+
+  test('an account signed in by a mailed link (no password, no passkey) needs a sign-in within 5 minutes to move its own address', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T08:00:00Z'))
+    await using t = await makeTestApp({ usersAccess: 'protected' }, clock)
+    const bo = await t.deps.users.create(
+      { name: 'Bo', email: 'bo@example.com', passwordHash: null },
+      SYSTEM,
+    )
+    const issued = await t.deps.credentials.issue(bo.id, SYSTEM, 'magic_link')
+    const headers = { authorization: `Bearer ${issued.accessToken}` }
+    clock.advance(5 * 60 * 1000 + 1)
+    // A stolen token would move the account to the thief's address, and its links with it.
+    expectEnvelope(
+      await t.call('PATCH', `/users/${bo.id}`, {
+        json: { email: 'mallory@evil.example' },
+        headers,
+      }),
+      403,
+      'REAUTHENTICATION_REQUIRED',
+    )
+    expect(
+      (await t.call('PATCH', `/users/${bo.id}`, { json: { name: 'Bo B.' }, headers })).status,
+    ).toBe(200)
+    const fresh = await t.deps.credentials.issue(bo.id, SYSTEM, 'magic_link')
+    const moved = await t.call('PATCH', `/users/${bo.id}`, {
+      json: { email: 'bo@new.example' },
+      headers: { authorization: `Bearer ${fresh.accessToken}` },
+    })
+    expect({ status: moved.status, email: moved.body.email }).toEqual({
+      status: 200,
+      email: 'bo@new.example',
+    })
   })
 
   test('the write itself refuses when the account gained a password after the check', async () => {

@@ -10,9 +10,10 @@ import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
 import { jsonBody } from '../../http/json-body'
 import { documented, errorResponses } from '../../http/openapi-schemas'
+import { type CredentialChangeDeps, requireReauthentication } from '../../users/credential-changes'
 import { toView } from '../../users/records'
 import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
-import { auditSourceOf, principalOf } from '../auth/principal'
+import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
 import { MfaRequiredAnswer } from '../auth/sign-in-schema'
 import { guardOf, type Operation } from '../authorisation'
@@ -45,6 +46,8 @@ export interface MailFlowRouteInputs {
   config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
   /** Answers a magic link's sign-in like /login (or with mfa_required when TOTP is on). */
   signIn: SignInAnswerInputs
+  /** What the step-up of an email change reads (the rule PATCH /users/{id} {email} applies). */
+  reauthentication: CredentialChangeDeps
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -279,6 +282,20 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         if (principal?.kind !== 'user') {
           throw new AppError('UNAUTHORIZED', 'Sign in as the user whose address changes')
         }
+        const { reauthentication } = inputs
+        const account = await reauthentication.users.withPasswordHash(principal.userId)
+        if (account === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
+        // Checked before the address is: a stolen token learns nothing, not even who has it.
+        await requireReauthentication(
+          principal,
+          { email: account.user.email, passwordHash: account.passwordHash },
+          body.current_password,
+          () => ({
+            ip: clientIp(request, server, inputs.config.trustProxy),
+            requestId: requestIdOf(set),
+          }),
+          reauthentication,
+        )
         await flows.requestEmailChange(principal.userId, body.new_email, asker(request, server))
         set.status = 202
         return { message: 'A message with a link is on its way to the new address.' }
@@ -291,11 +308,17 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
           tags,
           summary: 'Move the signed-in account to a new address',
           description:
-            'Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. 409 when another account has the new address; 422 when it is the current one.',
+            'Mails a link to the new address (7 days) and a notice to the current one; the address changes when the link is followed. Needs the step-up of PATCH /users/{id} {email}: `current_password` in the body (a wrong one counts as a failed sign-in), or, for an account without a password, a sign-in within the last 5 minutes; 403 REAUTHENTICATION_REQUIRED otherwise, before anything else is checked. 409 when another account has the new address; 422 when it is the current one.',
           security: changeRequest.security,
           responses: documented({
             202: Accepted,
-            ...errorResponses('UNAUTHORIZED', 'CONFLICT', 'VALIDATION_ERROR', 'RATE_LIMITED'),
+            ...errorResponses(
+              'UNAUTHORIZED',
+              'REAUTHENTICATION_REQUIRED',
+              'CONFLICT',
+              'VALIDATION_ERROR',
+              'RATE_LIMITED',
+            ),
           }),
         },
       },

@@ -61,7 +61,7 @@ export const Password = t.String({
   description: 'Write-only: stored as an argon2id hash, never returned.',
 })
 
-const CurrentPassword = t.String({
+export const CurrentPassword = t.String({
   maxLength: MAX_CURRENT_PASSWORD_LENGTH,
   error: FIELD_RULES.current_password,
   description:

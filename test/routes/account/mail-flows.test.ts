@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import * as OTPAuth from 'otpauth'
 import { SYSTEM } from '../../../src/audit/events'
+import { ManualClock } from '../../../src/timers'
 import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { apiKey, form, PASSWORD, signedIn } from '../../helpers/auth'
 import { startSmtpServer } from '../../helpers/smtp'
@@ -8,13 +9,16 @@ import { startSmtpServer } from '../../helpers/smtp'
 const PUBLIC_URL = 'https://roster.example'
 const NEW_PASSWORD = 'a brand new passphrase'
 
-async function withMail() {
+async function withMail(clock?: ManualClock) {
   const smtp = await startSmtpServer()
-  const t = await makeTestApp({
-    smtpUrl: smtp.url,
-    publicUrl: PUBLIC_URL,
-    mailFrom: 'Roster <no-reply@roster.example>',
-  })
+  const t = await makeTestApp(
+    {
+      smtpUrl: smtp.url,
+      publicUrl: PUBLIC_URL,
+      mailFrom: 'Roster <no-reply@roster.example>',
+    },
+    clock,
+  )
   const disposeApp = t[Symbol.asyncDispose]
   return Object.assign(t, {
     smtp,
@@ -425,7 +429,7 @@ describe('POST /auth/email-change/request and /confirm', () => {
     const bearer = { authorization: `Bearer ${token}` }
     const asked = await t.post(
       '/auth/email-change/request',
-      { new_email: 'ada@new.example' },
+      { new_email: 'ada@new.example', current_password: PASSWORD },
       { headers: bearer },
     )
     expect(asked.status).toBe(202)
@@ -467,7 +471,7 @@ describe('POST /auth/email-change/request and /confirm', () => {
     expectEnvelope(
       await t.post(
         '/auth/email-change/request',
-        { new_email: 'ADA@example.com' },
+        { new_email: 'ADA@example.com', current_password: PASSWORD },
         { headers: bearer },
       ),
       422,
@@ -476,7 +480,7 @@ describe('POST /auth/email-change/request and /confirm', () => {
     expectEnvelope(
       await t.post(
         '/auth/email-change/request',
-        { new_email: 'Bo@example.com' },
+        { new_email: 'Bo@example.com', current_password: PASSWORD },
         { headers: bearer },
       ),
       409,
@@ -494,6 +498,96 @@ describe('POST /auth/email-change/request and /confirm', () => {
     )
     await t.deps.mail.worker.settled()
     expect(t.smtp.received).toHaveLength(0)
+  })
+})
+
+const MINUTE = 60 * 1000
+
+describe('POST /auth/email-change/request asks for the step-up of PATCH /users/{id} {email}', () => {
+  const START = Date.parse('2026-11-29T08:00:00Z')
+  const ask = (t: TestApp, token: string, body: Record<string, string>) =>
+    t.post(
+      '/auth/email-change/request',
+      { new_email: 'mallory@evil.example', ...body },
+      { headers: { authorization: `Bearer ${token}` } },
+    )
+
+  test('a token alone is 403 REAUTHENTICATION_REQUIRED, fresh or not, and nothing is mailed or changed', async () => {
+    const clock = new ManualClock(START)
+    await using t = await withMail(clock)
+    const { token, userId } = await signedIn(t)
+    // Just signed in: an account with a password still gives it (as a PATCH does).
+    const fresh = expectEnvelope(await ask(t, token, {}), 403, 'REAUTHENTICATION_REQUIRED')
+    expect(fresh.details).toEqual([
+      {
+        field: 'current_password',
+        message: 'is required, with the account’s own credential, to change its password or email',
+        received: '',
+      },
+    ])
+    clock.advance(6 * MINUTE)
+    expectEnvelope(await ask(t, token, {}), 403, 'REAUTHENTICATION_REQUIRED')
+    // Checked before the address: another account's address is not told apart.
+    await signedIn(t, 'bo@example.com')
+    expectEnvelope(
+      await ask(t, token, { new_email: 'bo@example.com' }),
+      403,
+      'REAUTHENTICATION_REQUIRED',
+    )
+    await t.deps.mail.worker.settled()
+    expect(await outboxOf(t)).toEqual([])
+    expect((await t.get(`/users/${userId}`)).body.email).toBe('ada@example.com')
+  })
+
+  test('a wrong current_password is 403, never echoed, and counts as a failed sign-in of the address', async () => {
+    await using t = await withMail()
+    const { token } = await signedIn(t)
+    const wrong = await ask(t, token, { current_password: 'not my password' })
+    const error = expectEnvelope(wrong, 403, 'REAUTHENTICATION_REQUIRED')
+    expect(error.details[0]).toMatchObject({ field: 'current_password', received: '[redacted]' })
+    expect(wrong.text).not.toContain('not my password')
+    for (let i = 0; i < 9; i++) await ask(t, token, { current_password: `guess ${i}` })
+    // The address's budget of ten is spent: even the right password waits, and so does /login.
+    expectEnvelope(await ask(t, token, { current_password: PASSWORD }), 429, 'RATE_LIMITED')
+    expectEnvelope(
+      await t.call('POST', '/login', form({ email: 'ada@example.com', password: PASSWORD })),
+      429,
+      'RATE_LIMITED',
+    )
+    const failures = await t.get('/audit?action=login.failed', {
+      headers: { 'x-api-key': await apiKey(t) },
+    })
+    expect(failures.body.data).toHaveLength(10)
+  })
+
+  test('with current_password a token signed in long ago moves the address', async () => {
+    const clock = new ManualClock(START)
+    await using t = await withMail(clock)
+    const { token } = await signedIn(t)
+    clock.advance(50 * MINUTE)
+    expect((await ask(t, token, { current_password: PASSWORD })).status).toBe(202)
+    await t.smtp.waitFor(2)
+    expect(t.smtp.received.map((mail) => mail.to).sort()).toEqual([
+      'ada@example.com',
+      'mallory@evil.example',
+    ])
+  })
+
+  test('an account without a password: a sign-in within 5 minutes moves it, an older one is 403', async () => {
+    const clock = new ManualClock(START)
+    await using t = await withMail(clock)
+    const created = await t.post('/users', { name: 'Bo', email: 'bo@example.com' })
+    // Signed in by a mailed link: no password, no passkey, and still an account to protect.
+    const issued = await t.deps.credentials.issue(created.body.id, SYSTEM, 'magic_link')
+    clock.advance(5 * MINUTE)
+    expect((await ask(t, issued.accessToken, {})).status).toBe(202)
+    clock.advance(1)
+    const stale = expectEnvelope(
+      await ask(t, issued.accessToken, { new_email: 'bo@new.example' }),
+      403,
+      'REAUTHENTICATION_REQUIRED',
+    )
+    expect(stale.details[0]?.message).toContain('sign in again (within 5 minutes)')
   })
 })
 
