@@ -48,7 +48,7 @@ import { systemTimers, type Timers } from './timers'
 import { createUploadFiles } from './uploads/files'
 import { createUploadService, type UploadService } from './uploads/service'
 import type { UserRecord } from './users/records'
-import { createUserStore, type UserStore, type UserWrites, userWrites } from './users/store'
+import { createUserStore, type UserStore, type UserUnitWrites, userWrites } from './users/store'
 import { builtInHandlers } from './webhooks/handlers'
 import type { WebhookInbox } from './webhooks/inbox'
 import { WebhookWorker } from './webhooks/worker'
@@ -56,7 +56,7 @@ import { WebhookWorker } from './webhooks/worker'
 /** Every store's writes as one unit of work sees them: the backend's rows with the rules. */
 export interface UnitStores
   extends Omit<UnitRows, 'users' | 'groups' | 'audit' | 'apiKeys' | 'outbound'> {
-  users: UserWrites
+  users: UserUnitWrites
   groups: GroupWrites
   audit: AuditWrites
   apiKeys: ApiKeyWrites

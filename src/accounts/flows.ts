@@ -5,7 +5,7 @@ import { fieldDetail } from '../errors/details'
 import { AppError, conflict, type ErrorCode, notFound, validationFailed } from '../errors/errors'
 import type { MailContent, MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
 import { emailKey, type UserRecord } from '../users/records'
-import type { UserStore, UserWrites } from '../users/store'
+import type { UserStore, UserUnitWrites } from '../users/store'
 import { render, type Template, type TemplateValues } from './templates'
 import {
   type AccountTokenWrites,
@@ -19,7 +19,11 @@ import {
 } from './tokens'
 
 /** The stores a flow's unit of work writes. */
-export type FlowStores = { users: UserWrites; accountTokens: AccountTokenWrites; mail: MailWrites }
+export type FlowStores = {
+  users: UserUnitWrites
+  accountTokens: AccountTokenWrites
+  mail: MailWrites
+}
 
 /** Who asked, as the route knows it: the client's address and where links must point. */
 export interface Asker {
@@ -91,8 +95,18 @@ export interface AccountFlows {
    * changing its address anyway); VALIDATION_ERROR when it is the current one.
    */
   requestEmailChange(userId: number, newEmail: string, asker: Asker): Promise<void>
-  /** Spends an email-change link: the address becomes the new one, verified. */
-  confirmEmailChange(token: string, by: AuditSource): Promise<UserRecord>
+  /**
+   * Spends an email-change link: the address becomes the new one, verified, and the old one is
+   * mailed a notice with a link that undoes the change (7 days).
+   */
+  confirmEmailChange(token: string, by: AuditSource, asker: Asker): Promise<UserRecord>
+  /**
+   * Spends an undo link (CONTRACT section 17): the address goes back to the one it was mailed
+   * to, verified, and the account is signed out everywhere (every session and token, every
+   * other mailed link). CONFLICT when another account has that address now: nothing changes,
+   * and the link still works.
+   */
+  undoEmailChange(token: string, by: AuditSource): Promise<UserRecord>
   /** Mails an invitation to the user's address (NOT_FOUND when there is no such user). */
   invite(userId: number, asker: Asker, refuseIfAdmin?: Error): Promise<void>
   /** Spends an invitation: the password is set, and the address counts as verified. */
@@ -123,6 +137,7 @@ const LINK_PATHS: Record<TokenFlow, string> = {
   'magic-link': '/auth/magic-link',
   'email-change': '/auth/email-change',
   invitation: '/auth/invitation',
+  'email-change-undo': '/auth/email-change-undo',
 }
 
 export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
@@ -339,12 +354,27 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
       options.onMail()
     },
 
-    async confirmEmailChange(token, by) {
-      return await transaction(async (tx) => {
+    async confirmEmailChange(token, by, asker) {
+      const user = await transaction(async (tx) => {
         const used = await spend(tx, 'email-change', token)
+        const before = await tx.users.lockedAddress(used.userId)
         // CONFLICT if another account took the address meanwhile; the unit keeps the token.
         const holder = tokenHolder(used, by)
         await tx.users.update(used.userId, { email: used.email }, { versions: null }, holder)
+        const user = await verified(tx, used, by)
+        await mailUndo(tx, user, before, asker)
+        return user
+      })
+      options.onMail()
+      return user
+    },
+
+    async undoEmailChange(token, by) {
+      return await transaction(async (tx) => {
+        const used = await spend(tx, 'email-change-undo', token)
+        // CONFLICT if another account took the old address meanwhile; the unit keeps the token.
+        const changes = { email: used.email, signOut: true } as const
+        await tx.users.update(used.userId, changes, { versions: null }, tokenHolder(used, by))
         return await verified(tx, used, by)
       })
     },
@@ -364,6 +394,19 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     async confirmInvitation(token, passwordHash, by) {
       return await transaction((tx) => setPassword(tx, 'invitation', token, passwordHash, by))
     },
+  }
+
+  /**
+   * When `user`'s address moved from `before`, the notice to `before` with a link that undoes
+   * the move (CONTRACT section 17), in the unit `tx`. Never held back by the mail limits: a
+   * change must not go unannounced because somebody filled the old address's share.
+   */
+  async function mailUndo(tx: FlowStores, user: UserRecord, before: string | null, asker: Asker) {
+    if (before === null || emailKey(before) === emailKey(user.email)) return
+    const notice = await issueToken(tx, 'email-change-undo', user, before, asker.linkBase, {
+      new_email: user.email,
+    })
+    await enqueue(tx, 'email-change-undo', before, notice, asker)
   }
 
   /** The user of a spent token with its address verified (it proved the mailbox). */

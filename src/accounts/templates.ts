@@ -21,7 +21,7 @@ export interface TemplateValues {
   expires_in: string
   /** A magic link's 6-digit code; empty in the other flows. */
   code: string
-  /** An email change's new address (the old address's notice names it). */
+  /** An email change's new address (the old address's notices name it). */
   new_email: string
 }
 
@@ -118,15 +118,39 @@ ${button('Confirm the new address')}
     text: `Hello {{name}},
 
 Somebody signed in to your account asked to change its address from {{email}} to
-{{new_email}}. The change happens when the new address confirms it.
+{{new_email}}. The change happens when the new address confirms it; this address then gets a
+link that undoes it.
 
 If this was not you, reset your password now and tell your administrator.
 `,
     html: page(
       'Your email address is changing',
       `<p>Hello {{name}},</p>
-<p>Somebody signed in to your account asked to change its address from {{email}} to {{new_email}}. The change happens when the new address confirms it.</p>
+<p>Somebody signed in to your account asked to change its address from {{email}} to {{new_email}}. The change happens when the new address confirms it; this address then gets a link that undoes it.</p>
 <p>If this was not you, reset your password now and tell your administrator.</p>`,
+    ),
+  },
+  'email-change-undo': {
+    subject: 'Your email address was changed',
+    text: `Hello {{name}},
+
+The address of your account was changed from {{email}} to {{new_email}}.
+
+If this was not you, undo the change here:
+
+{{link}}
+
+Undoing it moves the account back to {{email}} and signs it out everywhere; then reset your
+password from this address. The link works once and lasts {{expires_in}}. If you made the
+change, ignore this message.
+`,
+    html: page(
+      'Your email address was changed',
+      `<p>Hello {{name}},</p>
+<p>The address of your account was changed from {{email}} to {{new_email}}.</p>
+<p>If this was not you, undo the change:</p>
+${button('Undo the change')}
+<p>Undoing it moves the account back to {{email}} and signs it out everywhere; then reset your password from this address. The link works once and lasts {{expires_in}}. If you made the change, ignore this message.</p>`,
     ),
   },
   invitation: {

@@ -1,21 +1,35 @@
 import { newSecret, sha256Hex } from '../auth/tokens'
 
-/** The flows that send a single-use token (CONTRACT section 14). */
+/**
+ * The flows that send a single-use token (CONTRACT section 14), and the undo link of an email
+ * change (section 17) that the old address is sent.
+ */
 export const TOKEN_FLOWS = [
   'verify-email',
   'password-reset',
   'magic-link',
   'email-change',
   'invitation',
+  'email-change-undo',
 ] as const
 export type TokenFlow = (typeof TOKEN_FLOWS)[number]
+
+/**
+ * The links a new password, a new address or a deactivation ends. Not an email change's undo
+ * link: whoever moved the address could otherwise take the undo away by resetting the password
+ * from the new address, or by moving the account on again. Only an undo ends undo links.
+ */
+export const FLOWS_A_CHANGE_ENDS: readonly TokenFlow[] = TOKEN_FLOWS.filter(
+  (flow) => flow !== 'email-change-undo',
+)
 
 const MINUTE = 60 * 1000
 const DAY = 24 * 60 * MINUTE
 
 /**
  * How long each flow's token lasts: a reset or a magic link signs somebody in, so it is short;
- * a verification or an invitation waits in an inbox for days.
+ * a verification or an invitation waits in an inbox for days, and an undo link for the week
+ * CONTRACT section 17 gives the old address to notice a change it did not make.
  */
 export const TOKEN_TTL_MS: Record<TokenFlow, number> = {
   'verify-email': 7 * DAY,
@@ -23,6 +37,7 @@ export const TOKEN_TTL_MS: Record<TokenFlow, number> = {
   'magic-link': 15 * MINUTE,
   'email-change': 7 * DAY,
   invitation: 7 * DAY,
+  'email-change-undo': 7 * DAY,
 }
 
 /** A magic link's 6-digit code takes this many wrong tries, then the code is spent. */

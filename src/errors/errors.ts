@@ -26,7 +26,7 @@ export const ERROR_CODES = {
   TOKEN_EXPIRED: {
     status: 400,
     summary: 'The link or code has expired.',
-    help: 'Password-reset and magic links last 15 minutes; verification, email-change and invitation links 7 days. A magic-link code also ends after 5 wrong tries. A passkey challenge and an mfa_token last 5 minutes (an mfa_token also ends after 5 wrong codes). Ask for a new one.',
+    help: 'Password-reset and magic links last 15 minutes; verification, email-change, email-change undo and invitation links 7 days. A magic-link code also ends after 5 wrong tries. A passkey challenge and an mfa_token last 5 minutes (an mfa_token also ends after 5 wrong codes). Ask for a new one.',
   },
   UNAUTHORIZED: {
     status: 401,

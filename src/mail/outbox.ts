@@ -1,6 +1,9 @@
 import type { ListRequest } from '../db/page'
 
-/** What each message is for: one per flow of CONTRACT section 14, and the old address's notice. */
+/**
+ * What each message is for: one per flow of CONTRACT section 14, the old address's notice of
+ * an email change asked for, and its notice of a change made, with the undo link (section 17).
+ */
 export const MAIL_FLOWS = [
   'verify-email',
   'password-reset',
@@ -8,6 +11,7 @@ export const MAIL_FLOWS = [
   'email-change',
   'email-changed',
   'invitation',
+  'email-change-undo',
 ] as const
 export type MailFlow = (typeof MAIL_FLOWS)[number]
 

@@ -126,6 +126,8 @@ export const RULES = {
   },
   'POST /auth/email-change/confirm': publicRoute,
   'GET /auth/email-change': publicRoute,
+  'POST /auth/email-change-undo/confirm': publicRoute,
+  'GET /auth/email-change-undo': publicRoute,
   'POST /users/:id/invite': { ...keyOrAdmin('users:write'), admins: '*' },
   'POST /auth/invitation/confirm': publicRoute,
   'GET /auth/invitation': publicRoute,

@@ -58,6 +58,12 @@ export interface UserChanges {
   passwordHash?: string
   /** A new role; undefined leaves it as it is. */
   role?: Role
+  /**
+   * Signs the account out everywhere in the same unit of work: every session and token ends,
+   * and every link mailed to it, undo links included (an email change undone: whoever made it
+   * must not stay signed in).
+   */
+  signOut?: true
 }
 
 export interface WriteGuard {

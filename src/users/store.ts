@@ -1,4 +1,4 @@
-import { type AccountTokenWrites, TOKEN_FLOWS } from '../accounts/tokens'
+import { type AccountTokenWrites, FLOWS_A_CHANGE_ENDS, TOKEN_FLOWS } from '../accounts/tokens'
 import { type AuditSource, type Changes, changedFields } from '../audit/events'
 import type { AuditWrites } from '../audit/log'
 import type { Role } from '../auth/access'
@@ -52,6 +52,15 @@ export interface UserWrites {
    * (or there is no such user).
    */
   verifyEmail(id: number, email: string, by: AuditSource): Promise<UserRecord | null>
+}
+
+/** The users' writes as a unit of work holds them: a read under the row's lock besides. */
+export interface UserUnitWrites extends UserWrites {
+  /**
+   * The user's address, its row locked until the unit ends (null: no such user): what a change
+   * in the same unit moves it from, whatever another unit does meanwhile.
+   */
+  lockedAddress(id: number): Promise<string | null>
 }
 
 /** What a sign-in needs of the account it names. */
@@ -208,7 +217,7 @@ const userTarget = (id: number) => ({ type: 'user', id: String(id) })
  * deletion ends the user's sessions and tokens in the same unit, on every database alike; every
  * change records its audit event in the unit too.
  */
-export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
+export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites {
   const { users, credentials, memberships, accountTokens, audit } = rows
   return {
     async create(input, by) {
@@ -255,7 +264,8 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
         throw guard.refuseActiveChange
       }
       if (deactivated && after.role === 'admin') await keepAnAdmin(users, id, 'active')
-      if (changes.passwordHash !== undefined || roleChanges || deactivated) {
+      const signOut = changes.signOut === true
+      if (changes.passwordHash !== undefined || roleChanges || deactivated || signOut) {
         await credentials.revokeAllForUser(id)
       }
       // An admin no longer (demoted or deactivated): the keys its credential made end for good.
@@ -263,11 +273,13 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
         await revokeKeysMadeBy(id, by)
       }
       // A new password or address ends the links mailed before it (section 14): a reset link
-      // in an old mailbox must not outlive the change. So does a deactivation.
+      // in an old mailbox must not outlive the change. So does a deactivation. A sign-out ends
+      // them all, an email change's undo links too.
       const emailChanged =
         namesBefore !== null && emailKey(namesBefore.email) !== emailKey(after.email)
-      if (changes.passwordHash !== undefined || emailChanged || deactivated) {
-        await accountTokens.revoke(id, TOKEN_FLOWS, now().getTime())
+      if (signOut) await accountTokens.revoke(id, TOKEN_FLOWS, now().getTime())
+      else if (changes.passwordHash !== undefined || emailChanged || deactivated) {
+        await accountTokens.revoke(id, FLOWS_A_CHANGE_ENDS, now().getTime())
       }
       const changed: Changes = changedFields(before, after, [
         ...AUDITED_FIELDS,
@@ -275,6 +287,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
         'active',
       ])
       if (changes.passwordHash !== undefined) changed.password = { changed: true }
+      if (signOut) changed.signed_out = { changed: true }
       if (Object.keys(changed).length > 0) {
         await audit.record(by, { action: 'user.updated', target: userTarget(id), changes: changed })
       }
@@ -307,6 +320,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserWrites {
       await audit.record(by, { action: 'user.deleted', target: userTarget(id), changes })
     },
     idByEmail: (email) => users.idByEmailKey(emailKey(email)),
+    lockedAddress: async (id) => (await users.lockSignInNames(id))?.email ?? null,
   }
 
   /** Revokes the keys an admin's credential made, one audit event per key (section 17). */

@@ -117,6 +117,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/email-change-undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The page an email change’s undo link opens
+         * @description HTML. Opening it changes nothing; its button undoes the change.
+         */
+        get: operations["getAuthEmail-change-undo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * The methods /auth/email-change-undo answers
+         * @description Answers 204 with Allow (here: GET, HEAD, OPTIONS); a CORS preflight (Origin and Access-Control-Request-Method) gets the Access-Control-Allow-* headers instead.
+         */
+        options: operations["optionsAuthEmailchangeundo"];
+        /**
+         * The page an email change’s undo link opens (headers only)
+         * @description The GET’s status and headers, without its body.
+         */
+        head: operations["headAuthEmail-change-undo"];
+        patch?: never;
+        trace?: never;
+    };
     "/auth/invitation": {
         parameters: {
             query?: never;
@@ -996,7 +1024,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a new address
-         * @description Spends the link: the address becomes the new one, verified; the links mailed to the old one end. 409 when another account took the address meanwhile.
+         * @description Spends the link: the address becomes the new one, verified; the links mailed to the old one end, and the old one is mailed a notice with a link to `/auth/email-change-undo?token=…` that undoes the change (7 days). 409 when another account took the address meanwhile.
          */
         post: operations["postAuthEmail-changeConfirm"];
         delete?: never;
@@ -1005,6 +1033,30 @@ export interface paths {
          * @description Answers 204 with Allow (here: POST, OPTIONS); a CORS preflight (Origin and Access-Control-Request-Method) gets the Access-Control-Allow-* headers instead.
          */
         options: operations["optionsAuthEmailchangeConfirm"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/email-change-undo/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo an email change from the old address
+         * @description Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
+         */
+        post: operations["postAuthEmail-change-undoConfirm"];
+        delete?: never;
+        /**
+         * The methods /auth/email-change-undo/confirm answers
+         * @description Answers 204 with Allow (here: POST, OPTIONS); a CORS preflight (Origin and Access-Control-Request-Method) gets the Access-Control-Allow-* headers instead.
+         */
+        options: operations["optionsAuthEmailchangeundoConfirm"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -2612,7 +2664,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a new address
-         * @description Spends the link: the address becomes the new one, verified; the links mailed to the old one end. 409 when another account took the address meanwhile.
+         * @description Spends the link: the address becomes the new one, verified; the links mailed to the old one end, and the old one is mailed a notice with a link to `/auth/email-change-undo?token=…` that undoes the change (7 days). 409 when another account took the address meanwhile.
          */
         post: operations["postV2AuthEmail-changeConfirm"];
         delete?: never;
@@ -2621,6 +2673,30 @@ export interface paths {
          * @description Answers 204 with Allow (here: POST, OPTIONS); a CORS preflight (Origin and Access-Control-Request-Method) gets the Access-Control-Allow-* headers instead.
          */
         options: operations["optionsV2AuthEmailchangeConfirm"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/email-change-undo/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo an email change from the old address
+         * @description Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
+         */
+        post: operations["postV2AuthEmail-change-undoConfirm"];
+        delete?: never;
+        /**
+         * The methods /v2/auth/email-change-undo/confirm answers
+         * @description Answers 204 with Allow (here: POST, OPTIONS); a CORS preflight (Origin and Access-Control-Request-Method) gets the Access-Control-Allow-* headers instead.
+         */
+        options: operations["optionsV2AuthEmailchangeundoConfirm"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -3957,21 +4033,6 @@ export interface components {
             /** @description whsec_ and base64: the key that signs deliveries (Standard Webhooks). Shown only here; store it now. */
             secret: string;
         };
-        MailMessage: {
-            readonly id: number;
-            flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation";
-            to: string;
-            subject: string;
-            /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
-            status: "requested" | "pending" | "sent" | "failed" | "suppressed";
-            attempts: number;
-            last_error: string | null;
-            /** Format: date-time */
-            readonly created_at: string;
-            sent_at: string | null;
-            /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
-            text: string | null;
-        };
         UserPatch: {
             /**
              * Format: user-name
@@ -3998,6 +4059,21 @@ export interface components {
             role?: "member" | "admin";
             /** @description False: the account may not sign in, and its sessions and tokens end at once (SCIM’s active). Changed only by an admin or a key with users:write. */
             active?: boolean;
+        };
+        MailMessage: {
+            readonly id: number;
+            flow: "verify-email" | "password-reset" | "magic-link" | "email-change" | "email-changed" | "invitation" | "email-change-undo";
+            to: string;
+            subject: string;
+            /** @description pending: waits for a first or a further attempt (or for --smtp-url); sent; failed: refused for good or out of attempts (POST /mail/{id}/resend); suppressed: asked for, not written (no account has the address, or it is verified already) */
+            status: "requested" | "pending" | "sent" | "failed" | "suppressed";
+            attempts: number;
+            last_error: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            sent_at: string | null;
+            /** @description The text body while the message is not sent (its link works); null once sent, when it is cleared. */
+            text: string | null;
         };
         SignIn: {
             user: components["schemas"]["User"];
@@ -4928,6 +5004,188 @@ export interface operations {
         };
     };
     "headAuthEmail-change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "getAuthEmail-change-undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An HTML page */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description BAD_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    optionsAuthEmailchangeundo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The methods this path answers */
+            204: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "headAuthEmail-change-undo": {
         parameters: {
             query?: never;
             header?: never;
@@ -11924,6 +12182,178 @@ export interface operations {
         };
     };
     optionsAuthEmailchangeConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The methods this path answers */
+            204: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postAuthEmail-change-undoConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    optionsAuthEmailchangeundoConfirm: {
         parameters: {
             query?: never;
             header?: never;
@@ -25865,6 +26295,178 @@ export interface operations {
         };
     };
     optionsV2AuthEmailchangeConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The methods this path answers */
+            204: {
+                headers: {
+                    Allow: components["headers"]["Allow"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "postV2AuthEmail-change-undoConfirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The `token` of the link in the message (`…?token=rat_…`). */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HTTP 200 */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description BAD_REQUEST, TOKEN_INVALID, TOKEN_USED, TOKEN_EXPIRED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISDIRECTED_REQUEST */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    optionsV2AuthEmailchangeundoConfirm: {
         parameters: {
             query?: never;
             header?: never;

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { newAccountToken } from '../../src/accounts/tokens'
 import { SYSTEM } from '../../src/audit/events'
 import type { User, UserRecord } from '../../src/users/records'
 import type { Cursor, SearchRequest, UserSort } from '../../src/users/search'
@@ -344,6 +345,58 @@ describe('users store contract (two instances where the backend is shared)', () 
       tx.users.update(user.id, { passwordHash: 'new' }, { versions: null }, SYSTEM),
     )
     expect(await env.a.credentials.useSession(issued.sessionToken)).toBeNull()
+  })
+
+  test('a new password or address ends the mailed links but not an undo link; signing out ends every one, and the sessions', async () => {
+    await using env = await twoInstances()
+    const user = await env.a.users.create(
+      { name: 'Bo', email: 'bo@example.com', passwordHash: 'h' },
+      SYSTEM,
+    )
+    const issued = await env.a.credentials.issue(user.id, SYSTEM, 'password')
+    const at = env.a.clock()
+    const link = (flow: 'password-reset' | 'email-change-undo') => {
+      const { tokenHash } = newAccountToken()
+      const token = { userId: user.id, flow, tokenHash, codeHash: null, email: 'bo@example.com' }
+      return { tokenHash, row: { ...token, createdAt: at, expiresAt: at + 60_000 } }
+    }
+    const [reset, undo, later] = [
+      link('password-reset'),
+      link('email-change-undo'),
+      link('email-change-undo'),
+    ]
+    await env.a.transaction(async (tx) => {
+      for (const { row } of [reset, undo, later]) await tx.accountTokens.issue(row)
+    })
+    await env.b.users.update(
+      user.id,
+      { passwordHash: 'new', email: 'bo@new.example' },
+      ANY_VERSION,
+      SYSTEM,
+    )
+    const use = (hash: string, flow: 'password-reset' | 'email-change-undo') =>
+      env.a.transaction((tx) => tx.accountTokens.use(flow, hash, env.a.clock()))
+    expect(await use(reset.tokenHash, 'password-reset')).toBe('used')
+    expect(await use(undo.tokenHash, 'email-change-undo')).toMatchObject({ userId: user.id })
+
+    const fresh = await env.a.credentials.issue(user.id, SYSTEM, 'password')
+    const back = await env.b.transaction(async (tx) => ({
+      before: await tx.users.lockedAddress(user.id),
+      after: await tx.users.update(
+        user.id,
+        { email: 'bo@example.com', signOut: true },
+        ANY_VERSION,
+        SYSTEM,
+      ),
+    }))
+    expect({ before: back.before, after: back.after.email }).toEqual({
+      before: 'bo@new.example',
+      after: 'bo@example.com',
+    })
+    expect(await use(later.tokenHash, 'email-change-undo')).toBe('used')
+    expect(await env.a.credentials.useSession(fresh.sessionToken)).toBeNull()
+    expect(await env.a.credentials.useAccessToken(issued.accessToken)).toBeNull()
+    expect(await env.a.transaction((tx) => tx.users.lockedAddress(999_999))).toBeNull()
   })
 
   test('If-Match, echo and missing rows', async () => {

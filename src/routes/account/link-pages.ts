@@ -90,6 +90,14 @@ export const EMAIL_CHANGE_PAGE = page(
   'Your address is changed. Sign in with it from now on.',
 )
 
+export const EMAIL_CHANGE_UNDO_PAGE = page(
+  'Undo the change of your email address',
+  'Press the button to move the account back to this address. Every session of the account ends; then reset the password from this address.',
+  '',
+  'Undo the change',
+  'The account is back at this address and signed out everywhere. Reset its password now.',
+)
+
 export const INVITATION_PAGE = page(
   'Welcome',
   'Choose the password of your new account.',

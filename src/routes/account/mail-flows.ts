@@ -3,12 +3,12 @@ import type { AccountFlows, Asker } from '../../accounts/flows'
 import { adminTargetRefusal } from '../../auth/authority'
 import { hashPassword } from '../../auth/passwords'
 import type { Config } from '../../config'
-import { isLoopbackHost } from '../../config-values'
 import { parseRowId } from '../../db/row-id'
 import { fieldDetail } from '../../errors/details'
 import { AppError, notFound, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
 import { jsonBody } from '../../http/json-body'
+import { linkBase } from '../../http/link-base'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { type CredentialChangeDeps, requireReauthentication } from '../../users/credential-changes'
 import { toView } from '../../users/records'
@@ -20,6 +20,7 @@ import { guardOf, type Operation } from '../authorisation'
 import { UserView } from '../users/schema'
 import {
   EMAIL_CHANGE_PAGE,
+  EMAIL_CHANGE_UNDO_PAGE,
   INVITATION_PAGE,
   LINK_PAGE_HEADERS,
   MAGIC_LINK_PAGE,
@@ -69,18 +70,6 @@ const CONFIRM_ERRORS = errorResponses(
   'UNSUPPORTED_MEDIA_TYPE',
   'VALIDATION_ERROR',
 )
-
-/**
- * Where links in mail point: --public-url, or (a laptop without one) this request's origin when
- * its host is a loopback name. Never any other Host header: an attacker asking a reset for
- * somebody else's address must not choose the host of the link that person receives.
- */
-export function linkBase(request: Request, publicUrl: string | null): string {
-  if (publicUrl !== null) return publicUrl
-  const url = new URL(request.url)
-  const loopback = isLoopbackHost(url.hostname.replace(/^\[|\]$/g, ''))
-  return loopback ? url.origin : `http://localhost${url.port === '' ? '' : `:${url.port}`}`
-}
 
 /** What both route modules derive from their inputs: guards, and who asks. */
 function routeKit(inputs: MailFlowRouteInputs) {
@@ -218,6 +207,7 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
   const magicConfirm = guard('POST /auth/magic-link/confirm')
   const changeRequest = guard('POST /auth/email-change/request')
   const changeConfirm = guard('POST /auth/email-change/confirm')
+  const changeUndo = guard('POST /auth/email-change-undo/confirm')
   const invite = guard('POST /users/:id/invite')
   const inviteConfirm = guard('POST /auth/invitation/confirm')
 
@@ -325,8 +315,10 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
     )
     .post(
       '/auth/email-change/confirm',
-      async ({ body, request, server, set }) =>
-        toView(await flows.confirmEmailChange(body.token, source(request, server, set))),
+      async ({ body, request, server, set }) => {
+        const by = source(request, server, set)
+        return toView(await flows.confirmEmailChange(body.token, by, asker(request, server)))
+      },
       {
         ...changeConfirm.hook,
         parse: jsonBody(),
@@ -335,8 +327,30 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
           tags,
           summary: 'Confirm a new address',
           description:
-            'Spends the link: the address becomes the new one, verified; the links mailed to the old one end. 409 when another account took the address meanwhile.',
+            'Spends the link: the address becomes the new one, verified; the links mailed to the old one end, and the old one is mailed a notice with a link to `/auth/email-change-undo?token=…` that undoes the change (7 days). 409 when another account took the address meanwhile.',
           security: changeConfirm.security,
+          responses: documented({
+            200: UserView,
+            ...CONFIRM_ERRORS,
+            ...errorResponses('CONFLICT'),
+          }),
+        },
+      },
+    )
+    .post(
+      '/auth/email-change-undo/confirm',
+      async ({ body, request, server, set }) =>
+        toView(await flows.undoEmailChange(body.token, source(request, server, set))),
+      {
+        ...changeUndo.hook,
+        parse: jsonBody(),
+        body: TokenConfirmation,
+        detail: {
+          tags,
+          summary: 'Undo an email change from the old address',
+          description:
+            'Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.',
+          security: changeUndo.security,
           responses: documented({
             200: UserView,
             ...CONFIRM_ERRORS,
@@ -424,6 +438,12 @@ const PAGES = [
   ],
   ['/auth/magic-link', MAGIC_LINK_PAGE, 'a magic link', 'its button signs in'],
   ['/auth/email-change', EMAIL_CHANGE_PAGE, 'an email-change link', 'its button confirms'],
+  [
+    '/auth/email-change-undo',
+    EMAIL_CHANGE_UNDO_PAGE,
+    'an email change’s undo link',
+    'its button undoes the change',
+  ],
   ['/auth/invitation', INVITATION_PAGE, 'an invitation', 'it asks for the password'],
 ] as const
 

@@ -591,6 +591,142 @@ describe('POST /auth/email-change/request asks for the step-up of PATCH /users/{
   })
 })
 
+/** The next message with this subject to `to`, once it has arrived. */
+async function mailTo(t: Awaited<ReturnType<typeof withMail>>, to: string, subject: string) {
+  for (let count = 1; ; count++) {
+    const found = (await t.smtp.waitFor(count)).find(
+      (mail) => mail.to === to && mail.subject === subject,
+    )
+    if (found !== undefined) return found
+  }
+}
+
+const CHANGED = 'Your email address was changed'
+
+/** Ada signs in, moves to `to` by mail (link confirmed), and the old address's notice arrives. */
+async function movedByMail(t: Awaited<ReturnType<typeof withMail>>, to = 'ada@new.example') {
+  const ada = await signedIn(t)
+  const bearer = { authorization: `Bearer ${ada.token}` }
+  await t.post(
+    '/auth/email-change/request',
+    { new_email: to, current_password: PASSWORD },
+    { headers: bearer },
+  )
+  const link = await mailTo(t, to, 'Confirm your new email address')
+  const confirmed = await t.post('/auth/email-change/confirm', { token: tokenOf(link.link) })
+  expect(confirmed.body.email).toBe(to)
+  return { ...ada, notice: await mailTo(t, 'ada@example.com', CHANGED) }
+}
+
+describe('the old address’s link that undoes an email change (CONTRACT section 17)', () => {
+  test('a confirmed change mails the old address a notice; its link moves the account back, verified, and signs it out everywhere', async () => {
+    await using t = await withMail()
+    const ada = await movedByMail(t)
+    expect(ada.notice.text).toContain('changed from ada@example.com to ada@new.example')
+    expect(ada.notice.link).toStartWith(`${PUBLIC_URL}/auth/email-change-undo?token=rat_`)
+    expect(ada.notice.html).toContain(`href="${ada.notice.link}"`)
+    expect(ada.notice.text).toContain('lasts 7 days')
+    // Whoever moved it signs in at the new address and asks for a reset link there.
+    const thief = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@new.example', password: PASSWORD }),
+    )
+    expect(thief.status).toBe(200)
+    await t.post('/auth/password-reset/request', { email: 'ada@new.example' })
+    const reset = await mailTo(t, 'ada@new.example', 'Reset your password')
+
+    const url = new URL(ada.notice.link as string)
+    const page = await t.get(url.pathname + url.search)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(page.text).toContain('Undo the change')
+    expect((await t.get(`/users/${ada.userId}`)).body.email).toBe('ada@new.example')
+
+    const undone = await t.post('/v2/auth/email-change-undo/confirm', {
+      token: tokenOf(ada.notice.link),
+    })
+    expect(undone.status).toBe(200)
+    expect(undone.body).toMatchObject({
+      id: ada.userId,
+      email: 'ada@example.com',
+      email_verified_at: expect.any(String),
+    })
+    const credentials: Record<string, string>[] = [
+      { authorization: `Bearer ${ada.token}` },
+      { authorization: `Bearer ${thief.body.access_token}` },
+      { cookie: ada.cookie },
+    ]
+    for (const headers of credentials) {
+      expectEnvelope(await t.get('/me', { headers }), 401, 'UNAUTHORIZED')
+    }
+    expectEnvelope(
+      await t.post('/auth/password-reset/confirm', {
+        token: tokenOf(reset.link),
+        password: NEW_PASSWORD,
+      }),
+      400,
+      'TOKEN_USED',
+    )
+    expectEnvelope(
+      await t.post('/auth/email-change-undo/confirm', { token: tokenOf(ada.notice.link) }),
+      400,
+      'TOKEN_USED',
+    )
+    const login = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@example.com', password: PASSWORD }),
+    )
+    expect(login.status).toBe(200)
+    const events = await t.get(`/audit?action=user.updated&target_id=${ada.userId}&limit=2`, {
+      headers: { 'x-api-key': await apiKey(t) },
+    })
+    // Newest first: the old address verified again, and the undo itself, the link's holder's.
+    expect(events.body.data[1]).toMatchObject({
+      actor: { type: 'user', id: String(ada.userId) },
+      changes: {
+        email: { before: 'ada@new.example', after: 'ada@example.com' },
+        signed_out: { changed: true },
+      },
+    })
+  })
+
+  test('another account has the old address now: 409 CONFLICT, nothing changes, and the link works once the address is free', async () => {
+    await using t = await withMail()
+    const ada = await movedByMail(t)
+    const key = { 'x-api-key': await apiKey(t) }
+    const other = await t.post(
+      '/users',
+      { name: 'Other', email: 'ADA@example.com' },
+      { headers: key },
+    )
+    const token = tokenOf(ada.notice.link)
+    expectEnvelope(await t.post('/auth/email-change-undo/confirm', { token }), 409, 'CONFLICT')
+    expect((await t.get(`/users/${ada.userId}`)).body.email).toBe('ada@new.example')
+    expect((await t.get('/me', { headers: { authorization: `Bearer ${ada.token}` } })).status).toBe(
+      200,
+    )
+    await t.call('DELETE', `/users/${other.body.id}`, { headers: key })
+    expect((await t.post('/auth/email-change-undo/confirm', { token })).body.email).toBe(
+      'ada@example.com',
+    )
+  })
+
+  test('the link lasts 7 days: then TOKEN_EXPIRED, and the account stays where it is', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T08:00:00Z'))
+    await using t = await withMail(clock)
+    const ada = await movedByMail(t)
+    clock.advance(7 * 24 * 60 * MINUTE)
+    expectEnvelope(
+      await t.post('/auth/email-change-undo/confirm', { token: tokenOf(ada.notice.link) }),
+      400,
+      'TOKEN_EXPIRED',
+    )
+    expect((await t.get(`/users/${ada.userId}`)).body.email).toBe('ada@new.example')
+  })
+})
+
 describe('POST /users/{id}/invite and /auth/invitation/confirm', () => {
   test('an admin’s key invites a user without a password; accepting sets it and verifies the address', async () => {
     await using t = await withMail()

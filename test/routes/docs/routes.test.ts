@@ -86,6 +86,7 @@ describe('/swagger', () => {
       '/auth/magic-link/confirm',
       '/auth/email-change/request',
       '/auth/email-change/confirm',
+      '/auth/email-change-undo/confirm',
       '/auth/invitation/confirm',
       '/users/{id}/invite',
       '/users/{id}/provisioning',
@@ -121,6 +122,7 @@ describe('/swagger', () => {
       '/auth/password-reset',
       '/auth/magic-link',
       '/auth/email-change',
+      '/auth/email-change-undo',
       '/auth/invitation',
     ]
     // SCIM has its own version in its path.
