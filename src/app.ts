@@ -160,6 +160,7 @@ function routeInputs(deps: Deps) {
       transaction: deps.transaction,
       confirmPassword: reauthentication.confirmPassword,
       signedInRecently: reauthentication.signedInRecently,
+      ownChanges: deps.mail.flows,
       config,
     },
     groups: {

@@ -5,7 +5,7 @@ import { fieldDetail } from '../errors/details'
 import { AppError, conflict, type ErrorCode, notFound, validationFailed } from '../errors/errors'
 import type { MailContent, MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
 import { emailKey, type UserRecord } from '../users/records'
-import type { UserStore, UserUnitWrites } from '../users/store'
+import type { UserStore, UserUnitWrites, UserWrites } from '../users/store'
 import { render, type Template, type TemplateValues } from './templates'
 import {
   type AccountTokenWrites,
@@ -107,6 +107,16 @@ export interface AccountFlows {
    * and the link still works.
    */
   undoEmailChange(token: string, by: AuditSource): Promise<UserRecord>
+  /**
+   * A change the account makes to itself with its own credential (PUT or PATCH /users/{id}):
+   * `write` runs in a unit of work, and when it moves the address, the old one is mailed the
+   * notice with its undo link in the same unit, as after a confirmed email change.
+   */
+  changeOwnAccount(
+    userId: number,
+    asker: Asker,
+    write: (users: UserWrites) => Promise<UserRecord>,
+  ): Promise<UserRecord>
   /** Mails an invitation to the user's address (NOT_FOUND when there is no such user). */
   invite(userId: number, asker: Asker, refuseIfAdmin?: Error): Promise<void>
   /** Spends an invitation: the password is set, and the address counts as verified. */
@@ -377,6 +387,17 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
         await tx.users.update(used.userId, changes, { versions: null }, tokenHolder(used, by))
         return await verified(tx, used, by)
       })
+    },
+
+    async changeOwnAccount(userId, asker, write) {
+      const user = await transaction(async (tx) => {
+        const before = await tx.users.lockedAddress(userId)
+        const after = await write(tx.users)
+        await mailUndo(tx, after, before, asker)
+        return after
+      })
+      options.onMail()
+      return user
     },
 
     async invite(userId, asker, refuseIfAdmin) {

@@ -359,7 +359,7 @@ export interface paths {
         get: operations["getUsersById"];
         /**
          * Replace a user
-         * @description name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).
+         * @description name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.
          */
         put: operations["putUsersById"];
         post?: never;
@@ -380,7 +380,7 @@ export interface paths {
         head: operations["headUsersById"];
         /**
          * Update some fields of a user
-         * @description application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).
+         * @description application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.
          */
         patch: operations["patchUsersById"];
         trace?: never;
@@ -1048,7 +1048,7 @@ export interface paths {
         put?: never;
         /**
          * Undo an email change from the old address
-         * @description Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
+         * @description Spends the link the old address was mailed when the account moved away from it (by a confirmed email change, or by the account itself through PUT or PATCH /users/{id}): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
          */
         post: operations["postAuthEmail-change-undoConfirm"];
         delete?: never;
@@ -1999,7 +1999,7 @@ export interface paths {
         get: operations["getV2UsersById"];
         /**
          * Replace a user
-         * @description name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).
+         * @description name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.
          */
         put: operations["putV2UsersById"];
         post?: never;
@@ -2020,7 +2020,7 @@ export interface paths {
         head: operations["headV2UsersById"];
         /**
          * Update some fields of a user
-         * @description application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).
+         * @description application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.
          */
         patch: operations["patchV2UsersById"];
         trace?: never;
@@ -2688,7 +2688,7 @@ export interface paths {
         put?: never;
         /**
          * Undo an email change from the old address
-         * @description Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
+         * @description Spends the link the old address was mailed when the account moved away from it (by a confirmed email change, or by the account itself through PUT or PATCH /users/{id}): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.
          */
         post: operations["postV2AuthEmail-change-undoConfirm"];
         delete?: never;

@@ -349,7 +349,7 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
           tags,
           summary: 'Undo an email change from the old address',
           description:
-            'Spends the link the old address was mailed when the account moved away from it (a confirmed email change): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.',
+            'Spends the link the old address was mailed when the account moved away from it (by a confirmed email change, or by the account itself through PUT or PATCH /users/{id}): the address goes back to the old one, verified, and every session and token of the account ends, with every other link mailed to it. A password changed meanwhile stays: reset it from the old address. The link works once (TOKEN_USED after) and lasts 7 days (TOKEN_EXPIRED); a new password or another address does not end it. 409 when another account has the old address now: nothing changes and the link still works.',
           security: changeUndo.security,
           responses: documented({
             200: UserView,

@@ -1,7 +1,8 @@
 import { type Context, Elysia } from 'elysia'
+import type { AccountFlows } from '../../accounts/flows'
 import type { Role } from '../../auth/access'
 import { hashPassword } from '../../auth/passwords'
-import { principalKey } from '../../auth/principal'
+import { isUser, principalKey } from '../../auth/principal'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import type { Transaction } from '../../db/unit'
@@ -10,6 +11,7 @@ import { notFound, validationFailed } from '../../errors/errors'
 import { clientIp } from '../../http/client'
 import { noneMatch } from '../../http/conditional'
 import { jsonBody } from '../../http/json-body'
+import { linkBase } from '../../http/link-base'
 import { documented, errorResponses, headerParameters } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import {
@@ -59,6 +61,8 @@ export interface UsersRouteInputs {
   confirmPassword: CredentialChangeDeps['confirmPassword']
   /** Whether a user's credential comes from a sign-in within 5 minutes (the step-up rule). */
   signedInRecently: CredentialChangeDeps['signedInRecently']
+  /** Runs a write the account makes to itself, mailing the undo notice when it moves away. */
+  ownChanges: Pick<AccountFlows, 'changeOwnAccount'>
   config: Pick<Config, 'publicUrl' | 'usersAccess' | 'trustProxy'>
 }
 
@@ -83,6 +87,7 @@ export function usersRoutes(
 ) {
   const { auth, users, idempotency, transaction, confirmPassword, signedInRecently, config } =
     inputs
+  const { ownChanges } = inputs
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
 
@@ -109,35 +114,50 @@ export function usersRoutes(
         ),
       ])
     }
+    const principal = principalOf(set)
+    // Asked for only when needed: reading the client's address costs a system call.
+    const ipOf = () => clientIp(request, server, config.trustProxy)
     const credentialGuard = await authorizeCredentialChange(
-      principalOf(set),
+      principal,
       id,
       { password: body.password, email: body.email, currentPassword: body.current_password },
-      () => ({ ip: clientIp(request, server, config.trustProxy), requestId: requestIdOf(set) }),
+      () => ({ ip: ipOf(), requestId: requestIdOf(set) }),
       { users, confirmPassword, signedInRecently },
     )
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
-    const user = await users.update(
-      id,
-      {
-        name: body.name,
-        email: body.email,
-        username: body.username,
-        passwordHash,
-        role: body.role,
-        active: body.active,
-      },
-      {
-        ...guard,
-        ...credentialGuard,
-        // Made only when a role is asked for: most writes carry none.
-        refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
-        refuseActiveChange:
-          body.active === undefined ? undefined : access.roleRefusal(set, 'active'),
-        refuseIfAdmin: access.adminRefusal(set, id),
-      },
-      auditSourceOf(set),
-    )
+    const write = (writes: Pick<UserWrites, 'update'>) =>
+      writes.update(
+        id,
+        {
+          name: body.name,
+          email: body.email,
+          username: body.username,
+          passwordHash,
+          role: body.role,
+          active: body.active,
+        },
+        {
+          ...guard,
+          ...credentialGuard,
+          // Made only when a role is asked for: most writes carry none.
+          refuseRoleChange: body.role === undefined ? undefined : access.roleRefusal(set),
+          refuseActiveChange:
+            body.active === undefined ? undefined : access.roleRefusal(set, 'active'),
+          refuseIfAdmin: access.adminRefusal(set, id),
+        },
+        auditSourceOf(set),
+      )
+    // The account moving its own address (CONTRACT section 17): the old one is told, with a
+    // link that undoes it. An admin's, a key's, SCIM's or the command line's change is not:
+    // the authority that made it undoes it, and the old mailbox may be why it was made.
+    const user =
+      body.email !== undefined && isUser(principal, id)
+        ? await ownChanges.changeOwnAccount(
+            id,
+            { clientIp: ipOf(), linkBase: linkBase(request, config.publicUrl) },
+            write,
+          )
+        : await write(users)
     set.headers.etag = etagOf(user)
     return toView(user)
   }
@@ -281,7 +301,7 @@ export function usersRoutes(
           ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
-            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
+            'name and email are required; password is changed only when given. id, created_at and updated_at may be echoed back and are ignored when they match. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.',
         },
       },
     )
@@ -305,7 +325,7 @@ export function usersRoutes(
           ...headerParameters(IF_MATCH),
           responses: documented(WRITE_RESPONSES),
           description:
-            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED).',
+            'application/json or application/merge-patch+json with at least one of name, email, password. If-Match that does not match the ETag is 412. The password or email of an account that can sign in changes only with an API key or the account’s own credential plus current_password (an account without a password: a sign-in within the last 5 minutes instead; anonymous: 401; another user: 403; without or with a wrong current_password: 403 REAUTHENTICATION_REQUIRED). When the account moves its own address, the old one is mailed a notice with a link that undoes the change for 7 days (POST /auth/email-change-undo/confirm); a change by an admin or a key mails none.',
         },
       },
     )

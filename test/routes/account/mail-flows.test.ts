@@ -692,6 +692,59 @@ describe('the old address’s link that undoes an email change (CONTRACT section
     })
   })
 
+  test('the account moving itself by PATCH gets the notice too; the undo outlives a new password and a further move, and ends that move’s own undo link', async () => {
+    await using t = await withMail()
+    const ada = await signedIn(t)
+    const moved = await t.call('PATCH', `/users/${ada.userId}`, {
+      json: { email: 'ada@new.example', current_password: PASSWORD },
+      headers: { authorization: `Bearer ${ada.token}` },
+    })
+    expect(moved.status).toBe(200)
+    const first = await mailTo(t, 'ada@example.com', CHANGED)
+    // Whoever moved it resets the password from the new address, then moves on again.
+    await t.post('/auth/password-reset/request', { email: 'ada@new.example' })
+    const reset = await mailTo(t, 'ada@new.example', 'Reset your password')
+    await t.post('/auth/password-reset/confirm', {
+      token: tokenOf(reset.link),
+      password: NEW_PASSWORD,
+    })
+    const again = await t.call(
+      'POST',
+      '/login',
+      form({ email: 'ada@new.example', password: NEW_PASSWORD }),
+    )
+    await t.call('PATCH', `/users/${ada.userId}`, {
+      json: { email: 'ada@third.example', current_password: NEW_PASSWORD },
+      headers: { authorization: `Bearer ${again.body.access_token}` },
+    })
+    const second = await mailTo(t, 'ada@new.example', CHANGED)
+    expect(second.text).toContain('changed from ada@new.example to ada@third.example')
+
+    const undone = await t.post('/auth/email-change-undo/confirm', { token: tokenOf(first.link) })
+    expect(undone.body.email).toBe('ada@example.com')
+    expectEnvelope(
+      await t.get('/me', { headers: { authorization: `Bearer ${again.body.access_token}` } }),
+      401,
+      'UNAUTHORIZED',
+    )
+    expectEnvelope(
+      await t.post('/auth/email-change-undo/confirm', { token: tokenOf(second.link) }),
+      400,
+      'TOKEN_USED',
+    )
+    // The password the thief set stays: the old address resets it.
+    await t.post('/auth/password-reset/request', { email: 'ada@example.com' })
+    const back = await mailTo(t, 'ada@example.com', 'Reset your password')
+    expect(
+      (
+        await t.post('/auth/password-reset/confirm', {
+          token: tokenOf(back.link),
+          password: 'mine again, for good',
+        })
+      ).status,
+    ).toBe(200)
+  })
+
   test('another account has the old address now: 409 CONFLICT, nothing changes, and the link works once the address is free', async () => {
     await using t = await withMail()
     const ada = await movedByMail(t)
@@ -724,6 +777,18 @@ describe('the old address’s link that undoes an email change (CONTRACT section
       'TOKEN_EXPIRED',
     )
     expect((await t.get(`/users/${ada.userId}`)).body.email).toBe('ada@new.example')
+  })
+
+  test('a key’s or an admin’s change of the address mails no notice: the authority that made it undoes it', async () => {
+    await using t = await withMail()
+    const ada = await signedIn(t)
+    const moved = await t.call('PATCH', `/users/${ada.userId}`, {
+      json: { email: 'ada@new.example' },
+      headers: { 'x-api-key': await apiKey(t) },
+    })
+    expect(moved.status).toBe(200)
+    await t.deps.mail.worker.settled()
+    expect(await outboxOf(t)).toEqual([])
   })
 })
 
