@@ -188,7 +188,8 @@ describe('mail through the compiled binary', () => {
         headers: { 'x-api-key': key },
       })
       expect(invited.status).toBe(202)
-      const invitation = (await smtp.waitFor(4)).find((mail) => mail.to === 'cy@example.com')
+      // The fifth message: the old address was also told of the change, with its undo link.
+      const invitation = (await smtp.waitFor(5)).find((mail) => mail.to === 'cy@example.com')
       const accepted = await postJson(server.url, '/auth/invitation/confirm', {
         token: new URL(invitation?.link as string).searchParams.get('token'),
         password: NEW_PASSWORD,
@@ -203,6 +204,84 @@ describe('mail through the compiled binary', () => {
     } finally {
       await server.stop()
     }
+  })
+
+  test('an email change and its undo, each followed from the message: the step-up, the notice to the old address, the sign-out', async () => {
+    using dir = tempDir()
+    await using smtp = await startSmtpServer()
+    const data = ['--data-dir', dir.path]
+    await createUser(data)
+    const port = freePort()
+    const publicUrl = `http://127.0.0.1:${port}`
+    const server = await startBinary([...data, '--smtp-url', smtp.url, '--public-url', publicUrl], {
+      port,
+    })
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+    const askChange = (token: string, body: object) =>
+      call(server.url, '/auth/email-change/request', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(token) },
+        body: JSON.stringify(body),
+      })
+    /** Opens a link from a message as a browser would (the page), then presses its button. */
+    const follow = async (link: string | null | undefined) => {
+      const url = new URL(link as string)
+      expect(url.origin).toBe(publicUrl)
+      const page = await call(server.url, `${url.pathname}${url.search}`)
+      expect(page.status).toBe(200)
+      return await postJson(server.url, `${url.pathname}/confirm`, {
+        token: url.searchParams.get('token'),
+      })
+    }
+    try {
+      const login = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=ada@example.com&password=${encodeURIComponent(PASSWORD)}`,
+      })
+      const token = login.body.access_token as string
+      // The token alone moves nothing, even just after signing in: the password is asked for.
+      const bare = await askChange(token, { new_email: 'ada@new.example' })
+      expect(bare.status).toBe(403)
+      expect(bare.body.error.code).toBe('REAUTHENTICATION_REQUIRED')
+      const asked = await askChange(token, {
+        new_email: 'ada@new.example',
+        current_password: PASSWORD,
+      })
+      expect(asked.status).toBe(202)
+      const toNew = (await smtp.waitFor(2)).find((mail) => mail.to === 'ada@new.example')
+      const moved = await follow(toNew?.link)
+      expect(moved.body.email).toBe('ada@new.example')
+
+      const notice = (await smtp.waitFor(3)).find(
+        (mail) =>
+          mail.to === 'ada@example.com' && mail.subject === 'Your email address was changed',
+      )
+      expect(notice?.text).toContain('ada@new.example')
+      expect(notice?.html).toContain(`href="${notice?.link}"`)
+      const undone = await follow(notice?.link)
+      expect(undone.status).toBe(200)
+      expect(undone.body).toMatchObject({
+        email: 'ada@example.com',
+        email_verified_at: expect.any(String),
+      })
+      expect((await call(server.url, '/me', { headers: bearer(token) })).status).toBe(401)
+      const again = await follow(notice?.link)
+      expect({ status: again.status, code: again.body.error.code }).toEqual({
+        status: 400,
+        code: 'TOKEN_USED',
+      })
+      const back = await call(server.url, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `email=ada@example.com&password=${encodeURIComponent(PASSWORD)}`,
+      })
+      expect(back.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+    const listed = await runBinary(['mail', 'list', ...data])
+    expect(listed.stdout).toMatch(/email-change-undo\s+ada@example\.com\s+sent\s+1/)
   })
 
   test('without --smtp-url mail waits in the outbox; roster mail list shows the link to follow', async () => {
