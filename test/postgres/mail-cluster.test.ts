@@ -108,7 +108,7 @@ describe('mail on two instances sharing PostgreSQL', () => {
     expect(late.body.error.code).toBe('TOKEN_EXPIRED')
   })
 
-  test('an email change and an invitation asked on one instance are confirmed on the other; a verification too', async () => {
+  test('an email change and an invitation asked on one instance are confirmed on the other, and so is the change’s undo; a verification too', async () => {
     await using env = await withMailCluster()
     const made = await post(env.a, '/users', {
       name: 'Bo',
@@ -124,8 +124,14 @@ describe('mail on two instances sharing PostgreSQL', () => {
       authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
     }
     expect(
-      (await post(env.a, '/auth/email-change/request', { new_email: 'bo@new.example' }, bearer))
-        .status,
+      (
+        await post(
+          env.a,
+          '/auth/email-change/request',
+          { new_email: 'bo@new.example', current_password: 'bo passphrase' },
+          bearer,
+        )
+      ).status,
     ).toBe(202)
     const toNew = (await env.smtp.waitFor(2)).find((mail) => mail.to === 'bo@new.example')
     const moved = await post(env.b, '/auth/email-change/confirm', {
@@ -136,6 +142,10 @@ describe('mail on two instances sharing PostgreSQL', () => {
       email: 'bo@new.example',
       email_verified_at: expect.any(String),
     })
+    const notice = (await env.smtp.waitFor(3)).find(
+      (mail) => mail.to === 'bo@example.com' && mail.subject === 'Your email address was changed',
+    )
+    expect(notice?.link).toContain('/auth/email-change-undo?token=rat_')
     const keyMade = await runBinary(
       ['keys', 'create', '--name', 'admin', ...env.cluster.cliFlags],
       {
@@ -144,7 +154,7 @@ describe('mail on two instances sharing PostgreSQL', () => {
     )
     const key = keyMade.stdout.trim()
     expect((await post(env.b, '/users/1/invite', {}, { 'x-api-key': key })).status).toBe(202)
-    const invitation = (await env.smtp.waitFor(3)).find((mail) => mail.to === 'ada@example.com')
+    const invitation = (await env.smtp.waitFor(4)).find((mail) => mail.to === 'ada@example.com')
     const accepted = await post(env.a, '/auth/invitation/confirm', {
       token: tokenOf(invitation?.link ?? null),
       password: 'ada passphrase',
@@ -154,8 +164,14 @@ describe('mail on two instances sharing PostgreSQL', () => {
       (await post(env.b, '/auth/verify-email/request', { email: 'bo@new.example' })).status,
     ).toBe(202)
     await Bun.sleep(2500)
-    // Verified already by the email change: no fourth message.
-    expect(env.smtp.received).toHaveLength(3)
+    // Verified already by the email change: no fifth message.
+    expect(env.smtp.received).toHaveLength(4)
+    // The old address's link, mailed by instance b, undoes the change on instance a.
+    const undone = await post(env.a, '/auth/email-change-undo/confirm', {
+      token: tokenOf(notice?.link ?? null),
+    })
+    expect(undone.body).toMatchObject({ id: made.body.id, email: 'bo@example.com' })
+    expect((await fetch(`${env.b}/me`, { headers: bearer })).status).toBe(401)
   })
 
   test('an instance killed while it holds a message: the other sends it once the lease lapses', async () => {
