@@ -20,7 +20,6 @@ import { hasSessionCookie } from './routes/auth/cookies'
 import { csrfGuard } from './routes/auth/csrf'
 import { authPlugin } from './routes/auth/plugin'
 import { authRoutes } from './routes/auth/routes'
-import { recentSignIn } from './routes/auth/step-up'
 import { consoleRoutes } from './routes/console'
 import { docsRoutes } from './routes/docs/routes'
 import { factorRoutes } from './routes/factors/routes'
@@ -131,12 +130,6 @@ function routeInputs(deps: Deps) {
   const auth = authPlugin(deps.authenticator, config)
   /** What every way of signing in needs to answer like /login (routes/auth/sign-in.ts). */
   const signIn = { door: deps.door, config }
-  /** The step-up rule's inputs, one for every change of a password or an email. */
-  const reauthentication = {
-    users,
-    confirmPassword: deps.authenticator.confirmPassword,
-    signedInRecently: recentSignIn(deps.credentials, clock),
-  }
   return {
     health: {
       checks: healthChecks({
@@ -158,8 +151,7 @@ function routeInputs(deps: Deps) {
       users,
       idempotency: deps.idempotency,
       transaction: deps.transaction,
-      confirmPassword: reauthentication.confirmPassword,
-      signedInRecently: reauthentication.signedInRecently,
+      door: deps.door,
       ownChanges: deps.mail.flows,
       config,
     },
@@ -181,18 +173,16 @@ function routeInputs(deps: Deps) {
       auth,
       factors: deps.factors,
       users,
-      credentials: deps.credentials,
       authenticator: deps.authenticator,
       signIn,
       config,
-      clock,
     },
     mailFlows: {
       auth,
       flows: deps.mail.flows,
       config,
       signIn,
-      reauthentication,
+      users,
     },
     mail: {
       auth,

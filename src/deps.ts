@@ -277,6 +277,8 @@ export async function makeDeps(
       users,
       credentials,
       factors,
+      confirmPassword: authenticator.confirmPassword,
+      clock,
     }),
     counts: async () => ({
       users: await users.count(),

@@ -4,7 +4,7 @@ import { AppError, badRequest } from '../errors/errors'
 import type { Role } from './access'
 import { API_KEY_PREFIX, type ApiKeyStore } from './api-keys'
 import { type BasicCache, type BasicCredentials, parseBasic } from './basic'
-import { admit } from './door'
+import { admit, type Origin } from './door'
 import type { LoginLimiter } from './limiter'
 import { hashPassword, needsRehash, verifyPassword } from './passwords'
 import type { Principal, Scheme } from './principal'
@@ -48,11 +48,7 @@ export interface SignedIn {
   secondFactor: boolean
 }
 
-/** Where a password came from: the client's address (the limiter's key) and its request. */
-export interface Origin {
-  ip: string
-  requestId: string | null
-}
+export type { Origin }
 
 export interface Presented {
   authorization: string | null

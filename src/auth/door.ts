@@ -1,14 +1,26 @@
 import type { AuditSource } from '../audit/events'
+import { fieldDetail } from '../errors/details'
 import { AppError } from '../errors/errors'
+import type { Principal } from './principal'
 import type { CredentialStore, SignInMethod } from './sessions'
 
 /**
  * The one door every way in passes (issue 52, point 4; PocketBase's `recordAuthResponse` is the
  * model): whether the account may sign in now, whether what was proved finishes the sign-in or
- * a second factor must follow, and issuing the session and the token. /login, Basic, a magic
- * link, a passkey, a TOTP or recovery code, an invitation, and the providers and authorisation
- * server to come all go through it, so a rule added here cannot be forgotten by one of them.
+ * a second factor must follow, and issuing the session and the token; and the step-up a
+ * signed-in account takes before changing how it signs in. /login, Basic, a magic link, a
+ * passkey, a TOTP or recovery code, and the providers and authorisation server to come all go
+ * through it, so a rule added here cannot be forgotten by one of them.
  */
+
+/** Where a typed password came from: the client's address (the limiter's key) and its request. */
+export interface Origin {
+  ip: string
+  requestId: string | null
+}
+
+/** How recent a sign-in must be to stand in for a password (CONTRACT section 15). */
+export const STEP_UP_MS = 5 * 60 * 1000
 
 /** What decides whether an account may sign in. */
 export interface Admissible {
@@ -51,7 +63,15 @@ export type Entered<U extends DoorAccount> =
 export interface DoorInputs<U extends DoorAccount> {
   requireVerifiedEmail: boolean
   users: { get(id: number): Promise<U | null> }
-  credentials: Pick<CredentialStore, 'issue'>
+  credentials: Pick<CredentialStore, 'issue' | 'signedInAt'>
+  /** Checks a typed password under the login limiter (Authenticator.confirmPassword). */
+  confirmPassword(
+    account: { email: string; passwordHash: string },
+    password: string,
+    origin: Origin,
+  ): Promise<boolean>
+  /** Epoch milliseconds. */
+  clock: () => number
   factors: {
     hasSecondFactor(userId: number): Promise<boolean>
     startSecondStep(userId: number): Promise<string>
@@ -70,10 +90,92 @@ export interface SignInDoor<U extends DoorAccount> {
     method: SignInMethod,
     by: AuditSource,
   ): Promise<Entered<U>>
+  /**
+   * Whether a user's credential comes from a sign-in within the last 5 minutes: its session's
+   * or token's creation (a session's renewals do not move it). Basic carries no sign-in time,
+   * and a key is no user: both answer false.
+   */
+  signedInRecently(principal: Principal): Promise<boolean>
+  /**
+   * The step-up of a change an account makes with its own credential (403
+   * REAUTHENTICATION_REQUIRED otherwise), by `rule`:
+   * - `password-first`, for its password or email (sections 11 and 17): its `current_password`
+   *   when it has one, else a sign-in within 5 minutes. A stolen one-hour token moves nothing.
+   * - `recent-or-password`, for its factors (section 15): a sign-in within 5 minutes, or its
+   *   `current_password`.
+   * A password is checked under the login limiter: a wrong one counts as a failed sign-in.
+   */
+  requireStepUp(
+    principal: Principal,
+    /** The account's address and hash, read only when needed (a recent sign-in may do). */
+    accountOf: () => Promise<StepUpAccount | null>,
+    currentPassword: string | undefined,
+    originOf: () => Origin,
+    rule: StepUpRule,
+  ): Promise<void>
+}
+
+export type StepUpRule = 'password-first' | 'recent-or-password'
+
+/** What a step-up reads of the account: its address (the limiter's key) and its hash. */
+export interface StepUpAccount {
+  email: string
+  passwordHash: string | null
 }
 
 export function createSignInDoor<U extends DoorAccount>(inputs: DoorInputs<U>): SignInDoor<U> {
+  async function signedInRecently(principal: Principal): Promise<boolean> {
+    if (principal.kind !== 'user' || principal.secret === undefined) return false
+    if (principal.scheme === 'basic') return false
+    const kind = principal.scheme === 'session' ? 'session' : 'access_token'
+    const at = await inputs.credentials.signedInAt(kind, principal.secret)
+    return at !== null && inputs.clock() - at <= STEP_UP_MS
+  }
+
+  /** Whether `given` is the account's password (false when it has none or none was given). */
+  async function confirms(
+    account: StepUpAccount | null,
+    given: string | undefined,
+    originOf: () => Origin,
+  ): Promise<boolean> {
+    if (account === null || account.passwordHash === null) return false
+    if (given === undefined || given === '') return false
+    const { email, passwordHash } = account
+    return await inputs.confirmPassword({ email, passwordHash }, given, originOf())
+  }
+
   return {
+    signedInRecently,
+    async requireStepUp(principal, accountOf, currentPassword, originOf, rule) {
+      const given = currentPassword !== undefined && currentPassword !== ''
+      if (rule === 'recent-or-password') {
+        if (await signedInRecently(principal)) return
+        if (await confirms(await accountOf(), currentPassword, originOf)) return
+        throw stepUpRequired(
+          'Changing how this account signs in needs a sign-in within the last 5 minutes, or current_password',
+          given
+            ? 'does not match the account’s current password'
+            : 'is required when the sign-in is older than 5 minutes',
+        )
+      }
+      const account = await accountOf()
+      if (account === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
+      if (account.passwordHash !== null) {
+        if (!given) {
+          throw credentialStepUp(
+            'is required, with the account’s own credential, to change its password or email',
+          )
+        }
+        if (await confirms(account, currentPassword, originOf)) return
+        throw credentialStepUp('does not match the account’s current password', currentPassword)
+      }
+      // No password to confirm (passkeys or mailed links only): a sign-in within the last 5
+      // minutes is the proof instead; otherwise, sign in again.
+      if (await signedInRecently(principal)) return
+      throw credentialStepUp(
+        'is not set for this account: sign in again (within 5 minutes) to change its password or email',
+      )
+    },
     async enter(account, method, by) {
       const user = await inputs.users.get(account.id)
       if (user === null) throw new AppError('INVALID_CREDENTIALS', 'This account is gone')
@@ -94,6 +196,20 @@ export function createSignInDoor<U extends DoorAccount>(inputs: DoorInputs<U>): 
       }
     },
   }
+}
+
+function stepUpRequired(message: string, detail: string, received?: string): AppError {
+  return new AppError('REAUTHENTICATION_REQUIRED', message, [
+    fieldDetail('current_password', detail, received),
+  ])
+}
+
+function credentialStepUp(detail: string, received?: string): AppError {
+  return stepUpRequired(
+    'Changing the password or email of this account needs its current password',
+    detail,
+    received,
+  )
 }
 
 /**

@@ -4,8 +4,13 @@
 
 import { describe, expect, test } from 'bun:test'
 import { SYSTEM } from '../../src/audit/events'
+import { STEP_UP_MS, type StepUpRule } from '../../src/auth/door'
+import { hashPassword } from '../../src/auth/passwords'
+import type { Principal } from '../../src/auth/principal'
 import type { SignInMethod } from '../../src/auth/sessions'
+import { ManualClock } from '../../src/timers'
 import { makeTestApp, type TestApp } from '../helpers/app'
+import { PASSWORD } from '../helpers/auth'
 
 const METHODS: SignInMethod[] = ['password', 'magic_link', 'passkey', 'totp', 'recovery_code']
 
@@ -77,5 +82,60 @@ describe('The sign-in door', () => {
     expect(await codeOf(t.deps.door.enter({ id: 999 }, 'passkey', SYSTEM))).toBe(
       'INVALID_CREDENTIALS',
     )
+  })
+})
+
+describe('The step-up at the door', () => {
+  const origin = () => ({ ip: '127.0.0.1', requestId: null })
+
+  /** A signed-in account (with a password or not) and a stepUp bound to its fresh token. */
+  async function signedInAccount(t: TestApp, withPassword: boolean) {
+    const passwordHash = withPassword ? await hashPassword(PASSWORD) : null
+    const user = await t.deps.users.create(
+      { name: 'Ada', email: 'ada@example.com', passwordHash },
+      SYSTEM,
+    )
+    const issued = await t.deps.credentials.issue(user.id, SYSTEM, 'password')
+    const principal: Principal = {
+      kind: 'user',
+      userId: user.id,
+      role: 'member',
+      scheme: 'bearer',
+      secret: issued.accessToken,
+    }
+    const account = { email: user.email, passwordHash }
+    return (rule: StepUpRule, currentPassword?: string) =>
+      codeOf(
+        t.deps.door.requireStepUp(principal, async () => account, currentPassword, origin, rule),
+      )
+  }
+
+  test('for factors: a sign-in within 5 minutes, or the current password', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T12:00:00Z'))
+    await using t = await makeTestApp({}, clock)
+    const stepUp = await signedInAccount(t, true)
+    expect(await stepUp('recent-or-password')).toBe('ok')
+    clock.advance(STEP_UP_MS + 1)
+    expect(await stepUp('recent-or-password')).toBe('REAUTHENTICATION_REQUIRED')
+    expect(await stepUp('recent-or-password', 'a wrong guess')).toBe('REAUTHENTICATION_REQUIRED')
+    expect(await stepUp('recent-or-password', PASSWORD)).toBe('ok')
+  })
+
+  test('for the password or email: the current password whenever the account has one', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T12:00:00Z'))
+    await using t = await makeTestApp({}, clock)
+    const stepUp = await signedInAccount(t, true)
+    expect(await stepUp('password-first')).toBe('REAUTHENTICATION_REQUIRED')
+    expect(await stepUp('password-first', 'a wrong guess')).toBe('REAUTHENTICATION_REQUIRED')
+    expect(await stepUp('password-first', PASSWORD)).toBe('ok')
+  })
+
+  test('for the password or email of an account without one: a sign-in within 5 minutes', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T12:00:00Z'))
+    await using t = await makeTestApp({}, clock)
+    const stepUp = await signedInAccount(t, false)
+    expect(await stepUp('password-first')).toBe('ok')
+    clock.advance(STEP_UP_MS + 1)
+    expect(await stepUp('password-first')).toBe('REAUTHENTICATION_REQUIRED')
   })
 })

@@ -10,8 +10,8 @@ import { clientIp } from '../../http/client'
 import { jsonBody } from '../../http/json-body'
 import { linkBase } from '../../http/link-base'
 import { documented, errorResponses } from '../../http/openapi-schemas'
-import { type CredentialChangeDeps, requireReauthentication } from '../../users/credential-changes'
 import { toView } from '../../users/records'
+import type { UserStore } from '../../users/store'
 import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
 import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
@@ -47,8 +47,8 @@ export interface MailFlowRouteInputs {
   config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
   /** Answers a magic link's sign-in like /login (or with mfa_required when TOTP is on). */
   signIn: SignInAnswerInputs
-  /** What the step-up of an email change reads (the rule PATCH /users/{id} {email} applies). */
-  reauthentication: CredentialChangeDeps
+  /** What the step-up of an email change reads: the account's address and password hash. */
+  users: Pick<UserStore, 'withPasswordHash'>
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -272,19 +272,22 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         if (principal?.kind !== 'user') {
           throw new AppError('UNAUTHORIZED', 'Sign in as the user whose address changes')
         }
-        const { reauthentication } = inputs
-        const account = await reauthentication.users.withPasswordHash(principal.userId)
-        if (account === null) throw new AppError('UNAUTHORIZED', 'This account no longer exists')
-        // Checked before the address is: a stolen token learns nothing, not even who has it.
-        await requireReauthentication(
+        // The door's step-up, as PATCH /users/{id} {email} asks it; checked before the address
+        // is, so a stolen token learns nothing, not even who has it.
+        await inputs.signIn.door.requireStepUp(
           principal,
-          { email: account.user.email, passwordHash: account.passwordHash },
+          async () => {
+            const account = await inputs.users.withPasswordHash(principal.userId)
+            return account === null
+              ? null
+              : { email: account.user.email, passwordHash: account.passwordHash }
+          },
           body.current_password,
           () => ({
             ip: clientIp(request, server, inputs.config.trustProxy),
             requestId: requestIdOf(set),
           }),
-          reauthentication,
+          'password-first',
         )
         await flows.requestEmailChange(principal.userId, body.new_email, asker(request, server))
         set.status = 202

@@ -1,8 +1,6 @@
 import type { Authenticator } from '../../auth/authenticator'
-import type { CredentialStore } from '../../auth/sessions'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
-import { fieldDetail } from '../../errors/details'
 import { AppError, notFound } from '../../errors/errors'
 import type { SecondFactors } from '../../factors/service'
 import { clientIp } from '../../http/client'
@@ -11,7 +9,6 @@ import type { UserStore } from '../../users/store'
 import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
 import { principalOf, requestIdOf } from '../auth/principal'
 import type { SignInAnswerInputs } from '../auth/sign-in'
-import { recentSignIn } from '../auth/step-up'
 import { guardOf } from '../authorisation'
 
 /** What the factor routes are given by the composition root. */
@@ -19,11 +16,9 @@ export interface FactorRouteInputs {
   auth: AuthPlugin
   factors: SecondFactors
   users: Pick<UserStore, 'get' | 'withPasswordHash'>
-  credentials: Pick<CredentialStore, 'signedInAt'>
-  authenticator: Pick<Authenticator, 'confirmPassword' | 'underLimit'>
+  authenticator: Pick<Authenticator, 'underLimit'>
   signIn: SignInAnswerInputs
   config: CookieSecurity & Pick<Config, 'usersAccess'>
-  clock: () => number
 }
 
 export type Context = {
@@ -37,7 +32,6 @@ export const tags = ['second factors']
 /** The helpers every factor route shares: guards, the caller, the step-up rule. */
 export function factorKit(inputs: FactorRouteInputs) {
   const { users, config } = inputs
-  const signedInRecently = recentSignIn(inputs.credentials, inputs.clock)
   const origin = ({ request, server, set }: Context) => ({
     ip: clientIp(request, server, config.trustProxy),
     requestId: requestIdOf(set),
@@ -53,33 +47,23 @@ export function factorKit(inputs: FactorRouteInputs) {
   }
 
   /**
-   * The step-up rule: a sign-in within 5 minutes, or the account's current password (checked
-   * under the login limiter). 403 REAUTHENTICATION_REQUIRED otherwise.
+   * The door's step-up for factors (auth/door.ts): a sign-in within 5 minutes, or the account's
+   * current password (checked under the login limiter). 403 REAUTHENTICATION_REQUIRED otherwise.
    */
   const requireStepUp = async (context: Context, currentPassword: string | undefined) => {
     const principal = principalOf(context.set)
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'Sign in first')
-    if (await signedInRecently(principal)) return
-    const account = await users.withPasswordHash(principal.userId)
-    if (currentPassword !== undefined && currentPassword !== '' && account?.passwordHash) {
-      const ok = await inputs.authenticator.confirmPassword(
-        { email: account.user.email, passwordHash: account.passwordHash },
-        currentPassword,
-        origin(context),
-      )
-      if (ok) return
-    }
-    throw new AppError(
-      'REAUTHENTICATION_REQUIRED',
-      'Changing how this account signs in needs a sign-in within the last 5 minutes, or current_password',
-      [
-        fieldDetail(
-          'current_password',
-          currentPassword === undefined || currentPassword === ''
-            ? 'is required when the sign-in is older than 5 minutes'
-            : 'does not match the account’s current password',
-        ),
-      ],
+    await inputs.signIn.door.requireStepUp(
+      principal,
+      async () => {
+        const account = await users.withPasswordHash(principal.userId)
+        return account === null
+          ? null
+          : { email: account.user.email, passwordHash: account.passwordHash }
+      },
+      currentPassword,
+      () => origin(context),
+      'recent-or-password',
     )
   }
 

@@ -57,10 +57,8 @@ export interface UsersRouteInputs {
   users: UserStore
   idempotency: IdempotencyStore
   transaction: Transaction<{ users: UserWrites; idempotency: IdempotencyClaims }>
-  /** Checks a `current_password` (see Authenticator.confirmPassword). */
-  confirmPassword: CredentialChangeDeps['confirmPassword']
-  /** Whether a user's credential comes from a sign-in within 5 minutes (the step-up rule). */
-  signedInRecently: CredentialChangeDeps['signedInRecently']
+  /** The door's step-up, for a change of the caller's own password or email. */
+  door: CredentialChangeDeps['door']
   /** Runs a write the account makes to itself, mailing the undo notice when it moves away. */
   ownChanges: Pick<AccountFlows, 'changeOwnAccount'>
   config: Pick<Config, 'publicUrl' | 'usersAccess' | 'trustProxy'>
@@ -85,8 +83,7 @@ export function usersRoutes(
   prefix: '' | '/v1' | '/v2',
   version: ApiVersion,
 ) {
-  const { auth, users, idempotency, transaction, confirmPassword, signedInRecently, config } =
-    inputs
+  const { auth, users, idempotency, transaction, door, config } = inputs
   const { ownChanges } = inputs
   const listPath = `${prefix}/users`
   const access = usersAccess(config.usersAccess)
@@ -122,7 +119,7 @@ export function usersRoutes(
       id,
       { password: body.password, email: body.email, currentPassword: body.current_password },
       () => ({ ip: ipOf(), requestId: requestIdOf(set) }),
-      { users, confirmPassword, signedInRecently },
+      { users, door },
     )
     const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password)
     const write = (writes: Pick<UserWrites, 'update'>) =>
