@@ -60,8 +60,8 @@ export interface UserChanges {
   role?: Role
   /**
    * Signs the account out everywhere in the same unit of work: every session and token ends,
-   * and every link mailed to it, undo links included (an email change undone: whoever made it
-   * must not stay signed in).
+   * every API key its credential made (an admin's), and every link mailed to it, undo links
+   * included (an email change undone: whoever made it must not stay signed in).
    */
   signOut?: true
 }

@@ -268,8 +268,10 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
       if (changes.passwordHash !== undefined || roleChanges || deactivated || signOut) {
         await credentials.revokeAllForUser(id)
       }
-      // An admin no longer (demoted or deactivated): the keys its credential made end for good.
-      if (before.role === 'admin' && (after.role !== 'admin' || deactivated)) {
+      // An admin no longer (demoted or deactivated), or signed out everywhere (an email change
+      // undone: a thief may have minted keys with its credential): the keys its credential
+      // made end for good.
+      if (before.role === 'admin' && (after.role !== 'admin' || deactivated || signOut)) {
         await revokeKeysMadeBy(id, by)
       }
       // A new password or address ends the links mailed before it (section 14): a reset link

@@ -140,7 +140,7 @@ describe('API key store contract (two instances where the backend is shared)', (
     expect((await env.b.apiKeys.list({ limit: 10, offset: 0 })).total).toBe(1)
   })
 
-  test('a key an admin made ends for good, on every instance, when that admin is demoted, deactivated or deleted', async () => {
+  test('a key an admin made ends for good, on every instance, when that admin is demoted, deactivated, signed out everywhere or deleted', async () => {
     await using env = await twoInstances()
     const admin = await env.a.users.create(
       { name: 'Root', email: 'root@example.com', role: 'admin', passwordHash: null },
@@ -171,6 +171,9 @@ describe('API key store contract (two instances where the backend is shared)', (
     expect(await env.a.apiKeys.authenticate(deactivated.key)).toBeNull()
     await change({ active: true })
     expect(await env.a.apiKeys.authenticate(deactivated.key)).toBeNull()
+    const signedOut = await mint('signed out')
+    await change({ signOut: true })
+    expect(await env.a.apiKeys.authenticate(signedOut.key)).toBeNull()
     const deleted = await mint('deleted')
     await env.b.users.remove(admin.id, { versions: null }, SYSTEM)
     expect(await env.a.apiKeys.authenticate(deleted.key)).toBeNull()
