@@ -184,11 +184,13 @@ export function usernameKey(username: string): string {
 
 /**
  * Checks the stored record against a write's guard (both databases call it on the row they
- * hold locked): NOT_FOUND when there is none, PRECONDITION_FAILED when If-Match names another
- * version, VALIDATION_ERROR when an echoed read-only field differs.
+ * hold locked): NOT_FOUND when there is none, the guard's refusal of an admin (section 17),
+ * PRECONDITION_FAILED when If-Match names another version, VALIDATION_ERROR when an echoed
+ * read-only field differs.
  */
 export function checkGuard(current: GuardedRow | null | undefined, guard: WriteGuard): StoredUser {
   if (current === null || current === undefined) throw notFound('No user with this id')
+  if (guard.refuseIfAdmin !== undefined && current.role === 'admin') throw guard.refuseIfAdmin
   if (guard.refuseIfCanSignIn !== undefined && current.can_sign_in) {
     throw guard.refuseIfCanSignIn
   }

@@ -233,9 +233,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
       return user
     },
     async update(id, changes, guard, by) {
-      if (guard.refuseIfAdmin !== undefined && (await users.lockRole(id)) === 'admin') {
-        throw guard.refuseIfAdmin
-      }
+      // guard.refuseIfAdmin is checked on the row the update locks (checkGuard): no extra read.
       const roleChanges =
         changes.role !== undefined && (await changesRole(users, id, changes.role, guard))
       const renamed = changes.email !== undefined || changes.username !== undefined
