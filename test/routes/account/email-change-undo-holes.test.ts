@@ -73,4 +73,21 @@ describe('the undo link of an email change gives the account back (CONTRACT sect
       email: 'ada@example.com',
     })
   })
+
+  test('a thief cannot keep the undo from working by parking another account of its own on the old address', async () => {
+    await using t = await withMail()
+    const ada = await signedIn(t)
+    const mallory = await signedIn(t, 'mallory@evil.example')
+    await moved(t, ada.userId, ada.token, 'thief@evil.example')
+    const notice = await mailTo(t, 'ada@example.com', CHANGED)
+    // The address is free now: the thief's own account takes it by PATCH, which proves no
+    // mailbox, and holds it until the undo link expires.
+    await moved(t, mallory.userId, mallory.token, 'ada@example.com')
+
+    const undone = await t.post('/auth/email-change-undo/confirm', { token: tokenOf(notice.link) })
+    expect({ status: undone.status, email: undone.body.email }).toEqual({
+      status: 200,
+      email: 'ada@example.com',
+    })
+  })
 })
