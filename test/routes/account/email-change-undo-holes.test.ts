@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { makeTestApp, type TestApp } from '../../helpers/app'
+import { expectEnvelope, makeTestApp, type TestApp } from '../../helpers/app'
 import { PASSWORD, signedIn } from '../../helpers/auth'
+import { SoftAuthenticator } from '../../helpers/authenticator'
 import { startSmtpServer } from '../../helpers/smtp'
 
 // An attacker's review of the undo link (CONTRACT section 17): a thief who holds the account's
@@ -10,6 +11,8 @@ import { startSmtpServer } from '../../helpers/smtp'
 const PUBLIC_URL = 'https://roster.example'
 const CHANGED = 'Your email address was changed'
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+/** The ceremony as a browser on the public URL runs it. */
+const ON_ROSTER = { origin: PUBLIC_URL, rpId: 'roster.example' }
 
 async function withMail() {
   const smtp = await startSmtpServer()
@@ -89,5 +92,38 @@ describe('the undo link of an email change gives the account back (CONTRACT sect
       status: 200,
       email: 'ada@example.com',
     })
+  })
+
+  test('a passkey the thief registered before moving the address no longer signs in once the move is undone', async () => {
+    await using t = await withMail()
+    const ada = await signedIn(t)
+    // The stolen token is fresh (a sign-in within 5 minutes): the thief adds its own passkey.
+    const thiefsKey = await SoftAuthenticator.create()
+    const options = await t.post(
+      '/auth/passkeys/register/options',
+      {},
+      { headers: bearer(ada.token) },
+    )
+    expect(options.status).toBe(200)
+    const registered = await t.post(
+      '/auth/passkeys/register/verify',
+      { ...thiefsKey.register(options.body, ON_ROSTER), name: 'Thief' },
+      { headers: bearer(ada.token) },
+    )
+    expect(registered.status).toBe(201)
+    await moved(t, ada.userId, ada.token, 'thief@evil.example')
+    const notice = await mailTo(t, 'ada@example.com', CHANGED)
+
+    const undone = await t.post('/auth/email-change-undo/confirm', { token: tokenOf(notice.link) })
+    expect(undone.body.email).toBe('ada@example.com')
+    expectEnvelope(await t.get('/me', { headers: bearer(ada.token) }), 401, 'UNAUTHORIZED')
+
+    // "Ends every session": the thief's passkey is a way back in that the undo must end too.
+    const loginOptions = await t.post('/auth/passkeys/login/options', {})
+    const back = await t.post(
+      '/auth/passkeys/login/verify',
+      await thiefsKey.assert(loginOptions.body, ON_ROSTER),
+    )
+    expectEnvelope(back, 401, 'INVALID_CREDENTIALS')
   })
 })
