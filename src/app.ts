@@ -190,7 +190,16 @@ function routeInputs(deps: Deps) {
       wakeWorker: () => deps.mail.worker.wake(),
       config,
     },
-    apiKeys: { auth, apiKeys: deps.apiKeys, counts: deps.counts, config, clock },
+    apiKeys: {
+      auth,
+      apiKeys: deps.apiKeys,
+      counts: deps.counts,
+      config,
+      clock,
+      door: deps.door,
+      users,
+      trustProxy: config.trustProxy,
+    },
     uploads: {
       auth,
       uploads: deps.uploads,

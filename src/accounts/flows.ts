@@ -1,8 +1,10 @@
 import type { AuditSource } from '../audit/events'
+import type { AuditWrites } from '../audit/log'
 import { sha256Hex } from '../auth/tokens'
 import type { Transaction } from '../db/unit'
 import { fieldDetail } from '../errors/details'
 import { AppError, conflict, type ErrorCode, notFound, validationFailed } from '../errors/errors'
+import type { FactorWrites } from '../factors/store'
 import type { MailContent, MailFlow, MailWrites, RequestedMail } from '../mail/outbox'
 import { emailKey, type UserRecord } from '../users/records'
 import type { UserStore, UserUnitWrites, UserWrites } from '../users/store'
@@ -23,6 +25,9 @@ export type FlowStores = {
   users: UserUnitWrites
   accountTokens: AccountTokenWrites
   mail: MailWrites
+  /** An undo removes the factors the account holds (a taker may have added its own). */
+  factors: Pick<FactorWrites, 'deletePasskeys' | 'deleteTotp' | 'deleteRecoveryCodes'>
+  audit: AuditWrites
 }
 
 /** Who asked, as the route knows it: the client's address and where links must point. */
@@ -274,6 +279,24 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
     return { user }
   }
 
+  /**
+   * An undo's last step: every passkey, TOTP and recovery code of the account goes (audited as
+   * factors.removed), in the undo's unit. Whoever moved the account could have added its own
+   * (a fresh stolen token passes the factors' step-up); the owner signs in with its password
+   * or a mailed link and enrols again.
+   */
+  async function removeFactors(tx: FlowStores, userId: number, by: AuditSource): Promise<void> {
+    const passkeys = await tx.factors.deletePasskeys(userId)
+    const totp = await tx.factors.deleteTotp(userId)
+    await tx.factors.deleteRecoveryCodes(userId)
+    if (passkeys === 0 && !totp) return
+    await tx.audit.record(by, {
+      action: 'factors.removed',
+      target: { type: 'user', id: String(userId) },
+      changes: { passkeys: { before: passkeys, after: 0 }, totp: { before: totp, after: false } },
+    })
+  }
+
   async function spend(tx: FlowStores, flow: TokenFlow, token: string): Promise<UsedToken> {
     const used = await tx.accountTokens.use(flow, sha256Hex(token), now().getTime())
     if (typeof used === 'string') throw tokenRefused(used)
@@ -385,6 +408,16 @@ export function createAccountFlows(options: AccountFlowsOptions): AccountFlows {
         // CONFLICT if another account took the old address meanwhile; the unit keeps the token.
         const changes = { email: used.email, signOut: true } as const
         await tx.users.update(used.userId, changes, { versions: null }, tokenHolder(used, by))
+        // The undo links of later moves end (they lead back to addresses the account left after
+        // this one); those of earlier moves stay, so a thief who moved the account twice cannot
+        // spend the owner's link by undoing its own second move.
+        await tx.accountTokens.revoke(
+          used.userId,
+          ['email-change-undo'],
+          now().getTime(),
+          used.createdAt,
+        )
+        await removeFactors(tx, used.userId, tokenHolder(used, by))
         return await verified(tx, used, by)
       })
     },

@@ -108,8 +108,22 @@ export interface AccountTokenWrites {
     codeHash: (tokenHash: string) => string,
     at: number,
   ): Promise<UsedToken | TokenRefusal>
-  /** Ends every unused token of these flows of the user. */
-  revoke(userId: number, flows: readonly TokenFlow[], at: number): Promise<void>
+  /**
+   * Ends every unused token of these flows of the user; with `issuedAfter`, only those issued
+   * after it (an undo ends the undo links of later moves, never of earlier ones).
+   */
+  revoke(
+    userId: number,
+    flows: readonly TokenFlow[],
+    at: number,
+    issuedAfter?: number,
+  ): Promise<void>
+  /**
+   * The account an address is held for: one that moved away from it and whose undo link to it
+   * is still unused and unexpired at `at` (null: none). Nobody else takes the address meanwhile,
+   * so an undo cannot be blocked by parking another account there (`emailKey` lower-cased).
+   */
+  undoHolder(emailKey: string, at: number): Promise<number | null>
 }
 
 /** A fresh token and the hash kept of it. */

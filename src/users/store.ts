@@ -1,4 +1,4 @@
-import { type AccountTokenWrites, FLOWS_A_CHANGE_ENDS, TOKEN_FLOWS } from '../accounts/tokens'
+import { type AccountTokenWrites, FLOWS_A_CHANGE_ENDS } from '../accounts/tokens'
 import { type AuditSource, type Changes, changedFields } from '../audit/events'
 import type { AuditWrites } from '../audit/log'
 import type { Role } from '../auth/access'
@@ -203,7 +203,7 @@ export interface UserUnitRows {
   users: UserWriteRows
   credentials: CredentialWrites
   memberships: MembershipWrites
-  accountTokens: Pick<AccountTokenWrites, 'revoke'>
+  accountTokens: Pick<AccountTokenWrites, 'revoke' | 'undoHolder'>
   audit: AuditWrites
 }
 
@@ -224,6 +224,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
       const email = emailKey(input.email)
       const username = input.username === undefined ? email : usernameKey(input.username)
       await usableSignInNames(users, null, email, username === email ? null : username, input)
+      await addressNotHeld(email, null, input.email)
       const user = await uniqueUser(input, users.insert(input))
       const changes = changedFields(null, user, AUDITED_FIELDS)
       // The defaults go unsaid: a username that is the email, an account that is active.
@@ -253,6 +254,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
           effective.username === undefined || username === email ? null : username,
           changes,
         )
+        if (changes.email !== undefined) await addressNotHeld(email, id, changes.email)
       }
       const { before, after } = await uniqueUser(changes, users.update(id, effective, guard))
       // A new password or role, or an account made inactive: every session and token of the
@@ -273,12 +275,12 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
         await revokeKeysMadeBy(id, by)
       }
       // A new password or address ends the links mailed before it (section 14): a reset link
-      // in an old mailbox must not outlive the change. So does a deactivation. A sign-out ends
-      // them all, an email change's undo links too.
+      // in an old mailbox must not outlive the change. So does a deactivation and a sign-out.
+      // Undo links are not ended here: an undo ends those of later moves itself (flows.ts), so
+      // a thief cannot spend the owner's older one by undoing a move of its own.
       const emailChanged =
         namesBefore !== null && emailKey(namesBefore.email) !== emailKey(after.email)
-      if (signOut) await accountTokens.revoke(id, TOKEN_FLOWS, now().getTime())
-      else if (changes.passwordHash !== undefined || emailChanged || deactivated) {
+      if (changes.passwordHash !== undefined || emailChanged || deactivated || signOut) {
         await accountTokens.revoke(id, FLOWS_A_CHANGE_ENDS, now().getTime())
       }
       const changed: Changes = changedFields(before, after, [
@@ -321,6 +323,22 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
     },
     idByEmail: (email) => users.idByEmailKey(emailKey(email)),
     lockedAddress: async (id) => (await users.lockSignInNames(id))?.email ?? null,
+  }
+
+  /**
+   * CONFLICT when another account holds the address: it moved away from it and its undo link
+   * back is still live (section 17), so nobody parks an account there to block the undo.
+   */
+  async function addressNotHeld(key: string, id: number | null, given: string | undefined) {
+    const holder = await accountTokens.undoHolder(key, now().getTime())
+    if (holder === null || holder === id) return
+    throw conflict('This address is held for the account that moved away from it', [
+      fieldDetail(
+        'email',
+        'is held for 7 days for the account that moved away from it, whose owner may undo the move',
+        given,
+      ),
+    ])
   }
 
   /** Revokes the keys an admin's credential made, one audit event per key (section 17). */

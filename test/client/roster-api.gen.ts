@@ -925,7 +925,7 @@ export interface paths {
         post?: never;
         /**
          * Reset a user’s factors
-         * @description An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed). The user then signs in with its password or a mailed link.
+         * @description An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed); an admin’s only with *. The user then signs in with its password or a mailed link. An admin resetting its own needs a sign-in within the last 5 minutes (403 REAUTHENTICATION_REQUIRED otherwise), as DELETE /auth/totp does.
          */
         delete: operations["deleteUsersByIdFactors"];
         /**
@@ -1332,7 +1332,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so. With a user’s session or token, a sign-in within the last 5 minutes or `current_password` is needed (403 REAUTHENTICATION_REQUIRED otherwise): a new key is a new credential.
          */
         post: operations["postApi-keys"];
         delete?: never;
@@ -2565,7 +2565,7 @@ export interface paths {
         post?: never;
         /**
          * Reset a user’s factors
-         * @description An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed). The user then signs in with its password or a mailed link.
+         * @description An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed); an admin’s only with *. The user then signs in with its password or a mailed link. An admin resetting its own needs a sign-in within the last 5 minutes (403 REAUTHENTICATION_REQUIRED otherwise), as DELETE /auth/totp does.
          */
         delete: operations["deleteV2UsersByIdFactors"];
         /**
@@ -2972,7 +2972,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.
+         * @description The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so. With a user’s session or token, a sign-in within the last 5 minutes or `current_password` is needed (403 REAUTHENTICATION_REQUIRED otherwise): a new key is a new credential.
          */
         post: operations["postV2Api-keys"];
         delete?: never;
@@ -3912,17 +3912,6 @@ export interface components {
             readonly created_at: string;
             files: components["schemas"]["UploadedFile"][];
         };
-        ApiKeyCreate: {
-            /** Format: user-name */
-            name: string;
-            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
-            scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
-            /**
-             * Format: date-time
-             * @description When the key stops working; leave out for a key that does not expire.
-             */
-            expires_at?: string;
-        };
         WebhookEventPage: {
             data: components["schemas"]["WebhookEvent"][];
             pagination: components["schemas"]["Pagination"];
@@ -4013,6 +4002,19 @@ export interface components {
         UploadPage: {
             data: components["schemas"]["Upload"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        ApiKeyCreate: {
+            /** Format: user-name */
+            name: string;
+            /** @description What the key may do (see "Who may do what" in docs/sign-in.md). `users:write` includes `users:read`, and likewise for uploads and webhooks. At most the scopes of the caller; when left out, the caller's. */
+            scopes?: ("users:read" | "users:write" | "uploads:read" | "uploads:write" | "webhooks:read" | "webhooks:write" | "keys:write" | "metrics:read" | "scim" | "audit:read" | "*")[];
+            /**
+             * Format: date-time
+             * @description When the key stops working; leave out for a key that does not expire.
+             */
+            expires_at?: string;
+            /** @description With a user’s session or token signed in more than 5 minutes ago: its current password (a new key is a new credential). Not read from a key. */
+            current_password?: string;
         };
         WebhookEndpointWithSecret: {
             /** @example 1 */
@@ -11331,7 +11333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description FORBIDDEN, REAUTHENTICATION_REQUIRED */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15032,7 +15034,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description FORBIDDEN, REAUTHENTICATION_REQUIRED */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25444,7 +25446,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description FORBIDDEN, REAUTHENTICATION_REQUIRED */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29145,7 +29147,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description FORBIDDEN, REAUTHENTICATION_REQUIRED */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -22,7 +22,7 @@ async function scim(base: string, key: string, method: string, path: string, jso
 }
 
 async function withScimCluster() {
-  const cluster = await startCluster()
+  const cluster = await startCluster({ flags: ['--scim-passwords'] })
   const made = await runBinary(
     ['keys', 'create', '--name', 'okta', '--scope', 'scim', ...cluster.cliFlags],
     {

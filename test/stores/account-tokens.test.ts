@@ -106,6 +106,51 @@ describe('account tokens contract (two instances where the backend is shared)', 
     expect(await use(env.b, invite, 'invitation')).toMatchObject({ flow: 'invitation' })
   })
 
+  test('revoking with issuedAfter ends only the tokens issued after it', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T08:00:00Z'))
+    await using env = await withUser(clock)
+    const older = newAccountToken().tokenHash
+    await issue(env.a, { userId: env.userId, tokenHash: older, flow: 'email-change-undo' })
+    const cut = clock.now()
+    clock.advance(1_000)
+    const newer = newAccountToken().tokenHash
+    await issue(env.a, { userId: env.userId, tokenHash: newer, flow: 'email-change-undo' })
+    await env.a.transaction((tx) =>
+      tx.accountTokens.revoke(env.userId, ['email-change-undo'], clock.now(), cut),
+    )
+    expect(await use(env.b, newer, 'email-change-undo')).toBe('used')
+    expect(await use(env.b, older, 'email-change-undo')).toMatchObject({ userId: env.userId })
+  })
+
+  test('an address is held for the account with a live undo link to it, in any case, until the link is spent or expires', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-29T08:00:00Z'))
+    await using env = await withUser(clock)
+    const holder = (email: string) =>
+      env.b.transaction((tx) => tx.accountTokens.undoHolder(email, clock.now()))
+    expect(await holder('old@example.com')).toBeNull()
+    const undo = newAccountToken().tokenHash
+    await issue(env.a, {
+      userId: env.userId,
+      tokenHash: undo,
+      flow: 'email-change-undo',
+      email: 'Old@Example.com',
+    })
+    const later = newAccountToken().tokenHash
+    await issue(env.a, {
+      userId: env.userId,
+      tokenHash: later,
+      flow: 'email-change-undo',
+      email: 'later@example.com',
+    })
+    expect(await holder('old@example.com')).toBe(env.userId)
+    expect(await holder('other@example.com')).toBeNull()
+    await use(env.a, undo, 'email-change-undo')
+    expect(await holder('old@example.com')).toBeNull()
+    expect(await holder('later@example.com')).toBe(env.userId)
+    clock.advance(HOUR)
+    expect(await holder('later@example.com')).toBeNull()
+  })
+
   test(`a code takes ${MAX_CODE_TRIES} wrong tries, counted even though each is refused; then it is spent`, async () => {
     await using env = await withUser()
     const { tokenHash } = newAccountToken()

@@ -51,10 +51,19 @@ export function createPgAccountTokens(tx: SQL): AccountTokenWrites {
       await tx`UPDATE account_tokens SET used_at = ${at} WHERE id = ${live.id}`
       return usedTokenOfRow(live)
     },
-    async revoke(userId, flows, at) {
+    async revoke(userId, flows, at, issuedAfter = -1) {
       await tx`
         UPDATE account_tokens SET used_at = ${at}
-        WHERE user_id = ${userId} AND used_at IS NULL AND flow = ANY(${[...flows]}::text[])`
+        WHERE user_id = ${userId} AND used_at IS NULL AND flow = ANY(${[...flows]}::text[])
+          AND created_at > ${issuedAfter}`
+    },
+    async undoHolder(emailKey, at) {
+      const [row] = await tx<{ user_id: number }[]>`
+        SELECT user_id FROM account_tokens
+        WHERE flow = 'email-change-undo' AND used_at IS NULL AND expires_at > ${at}
+          AND lower(email) = ${emailKey}
+        LIMIT 1`
+      return row?.user_id ?? null
     },
   }
 }

@@ -35,9 +35,16 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
   )
   const countTry = writer.query('UPDATE account_tokens SET tries = tries + 1 WHERE id = ?')
   const spendById = writer.query('UPDATE account_tokens SET used_at = ? WHERE id = ?')
-  const revoke = writer.query<Record<string, never>, [number, number, string]>(
+  const revoke = writer.query<Record<string, never>, [number, number, string, number]>(
     `UPDATE account_tokens SET used_at = ?2
-     WHERE user_id = ?1 AND used_at IS NULL AND flow IN (SELECT value FROM json_each(?3))`,
+     WHERE user_id = ?1 AND used_at IS NULL AND flow IN (SELECT value FROM json_each(?3))
+       AND created_at > ?4`,
+  )
+  const undoHolder = writer.query<{ user_id: number }, [string, number]>(
+    `SELECT user_id FROM account_tokens
+     WHERE flow = 'email-change-undo' AND used_at IS NULL AND expires_at > ?2
+       AND lower(email) = ?1
+     LIMIT 1`,
   )
   return {
     issue: (token) =>
@@ -72,9 +79,10 @@ export function createSqliteAccountTokens(store: Store): AccountTokenWrites {
         spendById.run(at, live.id)
         return usedTokenOfRow(live)
       }),
-    revoke: (userId, flows, at) =>
+    revoke: (userId, flows, at, issuedAfter = -1) =>
       settle(() => {
-        revoke.run(userId, at, JSON.stringify(flows))
+        revoke.run(userId, at, JSON.stringify(flows), issuedAfter)
       }),
+    undoHolder: (emailKey, at) => settle(() => undoHolder.get(emailKey, at)?.user_id ?? null),
   }
 }

@@ -1,19 +1,22 @@
 import { Elysia } from 'elysia'
 import { beyond, type Grant } from '../../auth/access'
 import type { ApiKeyStore } from '../../auth/api-keys'
+import type { UserLookup } from '../../auth/authenticator'
 import { keyRevocationRefusal } from '../../auth/authority'
+import type { DoorAccount, SignInDoor } from '../../auth/door'
 import { grantsOf, type Principal } from '../../auth/principal'
 import type { Config } from '../../config'
 import { parseRowId } from '../../db/row-id'
 import { fieldDetail } from '../../errors/details'
 import { AppError, notFound, validationFailed } from '../../errors/errors'
+import { clientIp } from '../../http/client'
 import { NO_STORE } from '../../http/credentials'
 import { jsonBody } from '../../http/json-body'
 import { chronologicalListParameters, documented, errorResponses } from '../../http/openapi-schemas'
 import { offsetPageAnswer } from '../../http/pagination'
 import { guardOf } from '../authorisation'
 import type { AuthPlugin } from './plugin'
-import { auditSourceOf, principalOf } from './principal'
+import { auditSourceOf, principalOf, requestIdOf } from './principal'
 import { ApiKeyPage, CreateApiKeyBody, CreatedApiKey, DataAnswer, RevokedApiKey } from './schema'
 
 const tags = ['credentials']
@@ -23,6 +26,10 @@ const tags = ['credentials']
 export interface AuthRouteInputs {
   auth: AuthPlugin
   apiKeys: ApiKeyStore
+  /** The step-up a user's credential takes before minting a key (auth/door.ts). */
+  door: Pick<SignInDoor<DoorAccount>, 'requireStepUp'>
+  users: Pick<UserLookup, 'withPasswordHash'>
+  trustProxy: Config['trustProxy']
   /** Row counts for GET /data. */
   counts: () => Promise<{ users: number; uploads: number; webhook_events: number }>
   config: Pick<Config, 'publicUrl' | 'usersAccess'>
@@ -66,11 +73,31 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
     )
     .post(
       '/api-keys',
-      async ({ body, set }) => {
+      async ({ body, set, request, server }) => {
         set.status = 201
         set.headers['cache-control'] = NO_STORE
         // The key that asks records itself as the parent: revoking it revokes this one too.
         const principal = principalOf(set)
+        // A new key is a new credential: a user's session or token mints one only within 5
+        // minutes of its sign-in, or with its current password (GitHub's sudo mode). A stale
+        // stolen token cannot turn itself into a key that outlives it.
+        if (principal?.kind === 'user') {
+          await inputs.door.requireStepUp(
+            principal,
+            async () => {
+              const account = await inputs.users.withPasswordHash(principal.userId)
+              return account === null
+                ? null
+                : { email: account.user.email, passwordHash: account.passwordHash }
+            },
+            body.current_password,
+            () => ({
+              ip: clientIp(request, server, inputs.trustProxy),
+              requestId: requestIdOf(set),
+            }),
+            'recent-or-password',
+          )
+        }
         const held = grantsOf(principal)
         const scopes = (body.scopes as Grant[] | undefined) ?? [...held]
         const over = beyond(scopes, held)
@@ -102,7 +129,7 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
           tags,
           summary: 'Create an API key',
           description:
-            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so.',
+            'The key is in this answer only; roster keeps its SHA-256. The key that asks is recorded as its parent: revoking the parent revokes it too. `scopes` are at most the caller’s (403 FORBIDDEN naming the scope otherwise); left out, the new key gets the caller’s. An admin’s session or token holds every scope, and the key records that admin (`created_by_user`): it stops working when the admin is demoted, deactivated or deleted. `expires_at` must lie ahead; after it the key is refused like a revoked one. A key made by a key that expires expires no later than it: `expires_at` is clamped, and `expires_at_clamped` says so. With a user’s session or token, a sign-in within the last 5 minutes or `current_password` is needed (403 REAUTHENTICATION_REQUIRED otherwise): a new key is a new credential.',
           security: create.security,
           responses: documented({
             201: CreatedApiKey,
@@ -110,6 +137,8 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
               'BAD_REQUEST',
               'UNAUTHORIZED',
               'FORBIDDEN',
+              'REAUTHENTICATION_REQUIRED',
+              'RATE_LIMITED',
               'PAYLOAD_TOO_LARGE',
               'UNSUPPORTED_MEDIA_TYPE',
               'VALIDATION_ERROR',

@@ -48,6 +48,14 @@ export const CreateApiKeyBody = t.Object(
       error: 'must be an RFC 3339 date-time in the future',
       description: 'When the key stops working; leave out for a key that does not expire.',
     }),
+    current_password: t.Optional(
+      t.String({
+        maxLength: 1024,
+        error: 'must be at most 1024 characters',
+        description:
+          'With a user’s session or token signed in more than 5 minutes ago: its current password (a new key is a new credential). Not read from a key.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { adminTargetRefusal } from '../../auth/authority'
+import { isUser } from '../../auth/principal'
 import { notFound } from '../../errors/errors'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { auditSourceOf, principalOf } from '../auth/principal'
@@ -41,13 +42,17 @@ export function factorAdminRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' 
     )
     .delete(
       '/users/:id/factors',
-      async ({ params, set }) => {
+      async (context) => {
+        const { params, set } = context
         const id = parseUserId(params.id)
         const user = await users.get(id)
         if (user === null) throw notFound('No user with this id')
         // An admin's factors are reset only with `*` (section 17).
         const refusal = adminTargetRefusal(principalOf(set), id)
         if (user.role === 'admin' && refusal !== undefined) throw refusal
+        // An admin resetting its own factors is the account changing them: the same step-up as
+        // DELETE /auth/totp (a sign-in within 5 minutes), or a stale token would skip it here.
+        if (isUser(principalOf(set), id)) await kit.requireStepUp(context, undefined)
         await factors.reset(id, auditSourceOf(set))
         set.status = 204
         return ''
@@ -58,11 +63,19 @@ export function factorAdminRoutes(inputs: FactorRouteInputs, prefix: '' | '/v1' 
           tags,
           summary: 'Reset a user’s factors',
           description:
-            'An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed). The user then signs in with its password or a mailed link.',
+            'An admin or a key with users:write removes every passkey, TOTP and the recovery codes of a user who lost them (audited as factors.removed); an admin’s only with *. The user then signs in with its password or a mailed link. An admin resetting its own needs a sign-in within the last 5 minutes (403 REAUTHENTICATION_REQUIRED otherwise), as DELETE /auth/totp does.',
           security: reset.security,
           responses: {
             204: { description: 'The user has no second factor now' },
-            ...documented(errorResponses('UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')),
+            ...documented(
+              errorResponses(
+                'UNAUTHORIZED',
+                'FORBIDDEN',
+                'NOT_FOUND',
+                'REAUTHENTICATION_REQUIRED',
+                'RATE_LIMITED',
+              ),
+            ),
           },
         },
       },

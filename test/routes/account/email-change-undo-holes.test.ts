@@ -83,9 +83,13 @@ describe('the undo link of an email change gives the account back (CONTRACT sect
     const mallory = await signedIn(t, 'mallory@evil.example')
     await moved(t, ada.userId, ada.token, 'thief@evil.example')
     const notice = await mailTo(t, 'ada@example.com', CHANGED)
-    // The address is free now: the thief's own account takes it by PATCH, which proves no
-    // mailbox, and holds it until the undo link expires.
-    await moved(t, mallory.userId, mallory.token, 'ada@example.com')
+    // The thief's own account tries to take the address by PATCH, which proves no mailbox: it
+    // is held for Ada's account while the undo link lives.
+    const parked = await t.call('PATCH', `/users/${mallory.userId}`, {
+      json: { email: 'ada@example.com', current_password: PASSWORD },
+      headers: bearer(mallory.token),
+    })
+    expect(expectEnvelope(parked, 409, 'CONFLICT').details[0]?.field).toBe('email')
 
     const undone = await t.post('/auth/email-change-undo/confirm', { token: tokenOf(notice.link) })
     expect({ status: undone.status, email: undone.body.email }).toEqual({

@@ -29,16 +29,21 @@ describe('a key made by an admin’s own token does not move that admin’s addr
       403,
       'REAUTHENTICATION_REQUIRED',
     )
-    // The same stale token makes itself a key (no step-up asked) and moves its own address.
+    // Nor does the same stale token make itself a key to do it with: minting one is a step-up.
     const minted = await t.post('/api-keys', { name: 'mine' }, { headers: stale })
-    expect(minted.status).toBe(201)
-    const moved = await t.call('PATCH', path, {
-      json: { email: 'thief@evil.example' },
-      headers: { 'x-api-key': minted.body.key },
-    })
-    expectEnvelope(moved, 403, 'REAUTHENTICATION_REQUIRED')
+    expectEnvelope(minted, 403, 'REAUTHENTICATION_REQUIRED')
+    expect(
+      (await t.get('/api-keys', { headers: { 'x-api-key': key } })).body.pagination.total,
+    ).toBe(1)
     expect((await t.get(path, { headers: { 'x-api-key': key } })).body.email).toBe(
       'root@example.com',
     )
+    // With its current password, the admin still mints one.
+    const allowed = await t.post(
+      '/api-keys',
+      { name: 'mine', current_password: PASSWORD },
+      { headers: stale },
+    )
+    expect(allowed.status).toBe(201)
   })
 })

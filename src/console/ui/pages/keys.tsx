@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { call, problemWith } from '../api'
+import { call, problemWith, session } from '../api'
 import {
   Confirm,
   Dialog,
@@ -134,6 +134,7 @@ function CreateKey(props: { onClose: () => void }) {
   const [everything, setEverything] = useState(true)
   const [scopes, setScopes] = useState<string[]>([])
   const [expires, setExpires] = useState('')
+  const [password, setPassword] = useState('')
   const [created, setCreated] = useState<{ key: string; name: string } | null>(null)
   const [error, setError] = useState<unknown>(null)
 
@@ -148,6 +149,7 @@ function CreateKey(props: { onClose: () => void }) {
       }
       // A date: the key works until the end of that day, in the browser's time zone.
       if (expires !== '') body.expires_at = new Date(`${expires}T23:59:59`).toISOString()
+      if (password !== '') body.current_password = password
       const answer = await call<{ key: string; name: string }>('/api-keys', {
         method: 'POST',
         body,
@@ -226,6 +228,18 @@ function CreateKey(props: { onClose: () => void }) {
           hint="The key stops working after this day. Leave empty for a key that does not expire."
           error={problemWith(error, 'expires_at')}
         />
+        {session.admin() !== null && (
+          <Field
+            label="Your password"
+            name="current-password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onInput={setPassword}
+            hint="Needed when you signed in more than 5 minutes ago: a new key is a new credential."
+            error={problemWith(error, 'current_password')}
+          />
+        )}
         <ErrorNote error={error} />
         <SubmitOrCancel submit="Create key" onCancel={props.onClose} />
       </form>
