@@ -139,8 +139,7 @@ export interface ApiKeyWriteRows {
 export interface ApiKeyRows extends ApiKeyWriteRows {
   /**
    * The key with this hash, unless revoked (an expired one too: expiry is the store's rule),
-   * with its user's role and state read in the same statement (null when it has none, or the
-   * user is gone).
+   * with whether its user is an active admin, read in the same statement.
    */
   findActive(keyHash: string): Promise<ActiveKeyRow | null>
   /** Records a use; nobody waits for it. */
@@ -157,8 +156,8 @@ export interface ActiveKeyRow {
   scopes: string
   expires_at: string | null
   created_by_user: number | null
-  creator_role: string | null
-  creator_active: boolean | number | null
+  /** Whether `created_by_user` is an active admin now (false when there is none). */
+  creator_is_admin: boolean | number
 }
 
 /** The keys above `id`: the key that made it, and so on up (both databases; not `id` itself). */
@@ -277,7 +276,7 @@ export function createApiKeyStore(
 }
 
 function isActiveAdmin(row: ActiveKeyRow): boolean {
-  return row.creator_role === 'admin' && Boolean(row.creator_active)
+  return Boolean(row.creator_is_admin)
 }
 
 function viewOf(row: ApiKeyRow): ApiKeyView {

@@ -43,8 +43,13 @@ export function adminTargetRefusal(
   principal: Principal | null,
   targetId: number,
 ): AppError | undefined {
-  if (holdsAll(principal) || isUser(principal, targetId)) return undefined
+  if (!coversMembersOnly(principal, targetId)) return undefined
   return needsAll('the account is an admin, and users:write covers members only', principal)
+}
+
+/** Whether a write by the caller to account `targetId` is refused should it be an admin's. */
+export function coversMembersOnly(principal: Principal | null, targetId: number): boolean {
+  return !holdsAll(principal) && !isUser(principal, targetId)
 }
 
 /**

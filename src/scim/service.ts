@@ -105,7 +105,7 @@ export class ScimUsers {
           active: input.active,
           ...(passwordHash === undefined ? {} : { passwordHash }),
         },
-        { versions, refuseIfAdmin: NEVER_AN_ADMIN },
+        { versions, refuseIfAdmin: neverAnAdmin },
         by,
       )
       await tx.scimProfiles.put(id, input.profile)
@@ -141,7 +141,7 @@ export class ScimUsers {
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
     await this.requireProvisioned(id)
     await this.inputs.transaction((tx) =>
-      tx.users.remove(id, { versions, refuseIfAdmin: NEVER_AN_ADMIN }, by),
+      tx.users.remove(id, { versions, refuseIfAdmin: neverAnAdmin }, by),
     )
   }
 
@@ -176,11 +176,12 @@ export class ScimUsers {
 }
 
 /** What a SCIM write to an admin is refused with, on the locked row (section 17). */
-const NEVER_AN_ADMIN = new ScimError(
-  'FORBIDDEN',
-  null,
-  'A SCIM key never changes an admin: that takes an admin or a key with *',
-)
+const neverAnAdmin = () =>
+  new ScimError(
+    'FORBIDDEN',
+    null,
+    'A SCIM key never changes an admin: that takes an admin or a key with *',
+  )
 
 /** Whether storing `input` would leave the user as it is: no password, every field the same. */
 function changesNothing({ user, profile }: ScimUserRow, input: ScimUserInput): boolean {

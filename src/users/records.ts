@@ -85,7 +85,7 @@ export interface WriteGuard {
    * Thrown when the account is an admin at the moment of the write (its row locked): a caller
    * whose authority covers members only (CONTRACT section 17).
    */
-  refuseIfAdmin?: Error
+  refuseIfAdmin?: () => Error
 }
 
 /** A row as a guarded write reads it (locked): the record and whether it can sign in. */
@@ -190,7 +190,7 @@ export function usernameKey(username: string): string {
  */
 export function checkGuard(current: GuardedRow | null | undefined, guard: WriteGuard): StoredUser {
   if (current === null || current === undefined) throw notFound('No user with this id')
-  if (guard.refuseIfAdmin !== undefined && current.role === 'admin') throw guard.refuseIfAdmin
+  if (guard.refuseIfAdmin !== undefined && current.role === 'admin') throw guard.refuseIfAdmin()
   if (guard.refuseIfCanSignIn !== undefined && current.can_sign_in) {
     throw guard.refuseIfCanSignIn
   }

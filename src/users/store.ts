@@ -309,7 +309,7 @@ export function userWrites(rows: UserUnitRows, now: () => Date): UserUnitWrites 
     async remove(id, guard, by) {
       // Only an admin's deletion waits for the roles lock: a member's takes no admin away.
       if ((await users.lockRole(id)) === 'admin') {
-        if (guard.refuseIfAdmin !== undefined) throw guard.refuseIfAdmin
+        if (guard.refuseIfAdmin !== undefined) throw guard.refuseIfAdmin()
         await keepAnAdmin(users, id)
         await revokeKeysMadeBy(id, by)
       }

@@ -45,14 +45,14 @@ export function builtInHandlers(): Map<string, WebhookHandler> {
     }
     if (name === null) return 'processed' as const
     return await unlessAdmin(() =>
-      users.update(existing, { name }, { versions: null, refuseIfAdmin: AN_ADMIN }, by),
+      users.update(existing, { name }, { versions: null, refuseIfAdmin: () => AN_ADMIN }, by),
     )
   }
   const remove: WebhookHandler = async (event, { users }) => {
     const existing = await users.idByEmail(userFields(event).email)
     if (existing === null) return 'processed' as const
     return await unlessAdmin(() =>
-      users.remove(existing, { versions: null, refuseIfAdmin: AN_ADMIN }, sourceOf(event)),
+      users.remove(existing, { versions: null, refuseIfAdmin: () => AN_ADMIN }, sourceOf(event)),
     )
   }
   const handlers = new Map<string, WebhookHandler>()

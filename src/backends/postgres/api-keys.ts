@@ -53,11 +53,12 @@ export function createPgApiKeyRows(pool: SQL): ApiKeyRows & {
     ...createPgApiKeyWriteRows(pool),
     inUnit: (tx) => createPgApiKeyWriteRows(tx),
     async findActive(keyHash) {
-      // The key and the user that made it, in one statement (a key of nobody's: nulls).
+      // The key and whether the user that made it is an active admin, in one statement.
       const [row] = await pool<ActiveKeyRow[]>`
         SELECT k.id, k.name, k.last_used_at, k.scopes, k.expires_at, k.created_by_user,
-               u.role AS creator_role, u.active AS creator_active
-        FROM api_keys k LEFT JOIN users u ON u.id = k.created_by_user
+               EXISTS (SELECT 1 FROM users u WHERE u.id = k.created_by_user AND u.role = 'admin'
+                         AND u.active = true) AS creator_is_admin
+        FROM api_keys k
         WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL`
       return row ?? null
     },

@@ -22,6 +22,7 @@ import m19 from '../../../drizzle-pg/0019_group_profiles.sql' with { type: 'text
 import m20 from '../../../drizzle-pg/0020_foreign_key_indexes.sql' with { type: 'text' }
 import m21 from '../../../drizzle-pg/0021_api_key_creators.sql' with { type: 'text' }
 import m22 from '../../../drizzle-pg/0022_scim_groups_without_external_id.sql' with { type: 'text' }
+import m23 from '../../../drizzle-pg/0023_undo_held_addresses.sql' with { type: 'text' }
 
 export const embeddedMigrations: readonly { tag: string; when: number; sql: string }[] = [
   { tag: '0000_init', when: 1795474567438, sql: m0 },
@@ -47,4 +48,5 @@ export const embeddedMigrations: readonly { tag: string; when: number; sql: stri
   { tag: '0020_foreign_key_indexes', when: 1795873581368, sql: m20 },
   { tag: '0021_api_key_creators', when: 1795934125854, sql: m21 },
   { tag: '0022_scim_groups_without_external_id', when: 1795934860741, sql: m22 },
+  { tag: '0023_undo_held_addresses', when: 1795938227099, sql: m23 },
 ]

@@ -370,7 +370,13 @@ export const accountTokens = pgTable(
     expiresAt: epochMs('expires_at').notNull(),
     usedAt: epochMs('used_at'),
   },
-  (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
+  (table) => [
+    index('account_tokens_user_idx').on(table.userId, table.flow),
+    // The addresses held for an undo (section 17): looked up on every write of an address.
+    index('account_tokens_undo_email_idx')
+      .on(sql`lower(${table.email})`)
+      .where(sql`flow = 'email-change-undo' AND used_at IS NULL`),
+  ],
 )
 
 /** A transaction id (xid8): the feed's order on a database with many writers. */

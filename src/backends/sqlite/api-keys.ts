@@ -27,11 +27,13 @@ export function createSqliteApiKeyRows(store: Store): ApiKeyRows & {
        (name, prefix, key_hash, created_at, parent_id, created_by_user, scopes, expires_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${columns}`,
   )
-  // The key and the user that made it, in one statement (a key of nobody's: nulls).
+  // The key and whether the user that made it is an active admin, in one statement (an
+  // EXISTS: a LEFT JOIN of users made SQLite's lookup of a key 6x dearer, 1 µs → 7 µs).
   const byHash = reader.query<ActiveKeyRow, [string]>(
     `SELECT k.id, k.name, k.last_used_at, k.scopes, k.expires_at, k.created_by_user,
-            u.role AS creator_role, u.active AS creator_active
-     FROM api_keys k LEFT JOIN users u ON u.id = k.created_by_user
+            EXISTS (SELECT 1 FROM users u WHERE u.id = k.created_by_user AND u.role = 'admin'
+                      AND u.active) AS creator_is_admin
+     FROM api_keys k
      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
   )
   const describe = sqlite.query<{ scopes: string; created_by_user: number | null }, [number]>(

@@ -356,7 +356,13 @@ export const accountTokens = sqliteTable(
     expiresAt: integer('expires_at').notNull(),
     usedAt: integer('used_at'),
   },
-  (table) => [index('account_tokens_user_idx').on(table.userId, table.flow)],
+  (table) => [
+    index('account_tokens_user_idx').on(table.userId, table.flow),
+    // The addresses held for an undo (section 17): looked up on every write of an address.
+    index('account_tokens_undo_email_idx')
+      .on(sql`lower(${table.email})`)
+      .where(sql`flow = 'email-change-undo' AND used_at IS NULL`),
+  ],
 )
 
 /**

@@ -1,5 +1,5 @@
 import type { Role } from '../../auth/access'
-import { adminTargetRefusal, roleChangeRefusal } from '../../auth/authority'
+import { adminTargetRefusal, coversMembersOnly, roleChangeRefusal } from '../../auth/authority'
 import { holds } from '../../auth/principal'
 import { fieldDetail } from '../../errors/details'
 import { AppError } from '../../errors/errors'
@@ -52,9 +52,14 @@ export function usersAccess(mode: UsersAccess) {
       )
     },
 
-    /** The refusal a write to `targetId` carries in case the account is an admin (section 17). */
-    adminRefusal(set: object, targetId: number): AppError | undefined {
-      return adminTargetRefusal(principalOf(set), targetId)
+    /**
+     * The refusal a write to `targetId` carries in case the account is an admin (section 17),
+     * made only if it is thrown: most writes are to members, and an error's stack costs.
+     */
+    adminRefusal(set: object, targetId: number): (() => AppError) | undefined {
+      const principal = principalOf(set)
+      if (!coversMembersOnly(principal, targetId)) return undefined
+      return () => adminTargetRefusal(principal, targetId) as AppError
     },
 
     /** POST: a role other than member, or an inactive account, needs the same authority. */

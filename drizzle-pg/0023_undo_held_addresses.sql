@@ -1,0 +1,1 @@
+CREATE INDEX "account_tokens_undo_email_idx" ON "account_tokens" USING btree (lower("email")) WHERE flow = 'email-change-undo' AND used_at IS NULL;
