@@ -36,6 +36,8 @@ const SCENARIOS = [
   // answered 429 without argon2, and would measure the refusal instead.
   { name: 'POST /login', path: '/login', script: 'login.lua', connections: 4 },
   { name: 'GET /secure (Basic, cached)', path: '/secure', script: 'basic.lua' },
+  // An API key's check (its lookup, with the user that made it since issue 52), on a small list.
+  { name: 'GET /api-keys (API key)', path: '/api-keys?limit=1', withKey: true },
 ].filter((s) => args.only === undefined || args.only.split(',').some((p) => s.name.includes(p)))
 
 await ensureWrk()
@@ -60,7 +62,13 @@ async function start(binary: string, name: string) {
      VALUES ('Bench', 'bench@example.com', 'bench@example.com', ?1, ?2, ?2)`,
   ).run(BENCH_HASH, '2026-01-01T00:00:00.000Z')
   db.close()
-  return spawnServer(
+  // A key of the command line's (`*`), for the API key scenario: printed alone on stdout.
+  const made = Bun.spawn([binary, 'keys', 'create', '--name', 'bench', '--data-dir', data], {
+    stdout: 'pipe',
+    stderr: 'ignore',
+  })
+  const key = (await new Response(made.stdout).text()).trim()
+  const server = await spawnServer(
     pinned(0, [
       binary,
       'serve',
@@ -74,6 +82,7 @@ async function start(binary: string, name: string) {
       join(dir, `${name}.log`),
     ]),
   )
+  return Object.assign(server, { key })
 }
 
 const servers = [await start(beforeBinary, 'before'), await start(afterBinary, 'after')]
@@ -97,6 +106,9 @@ try {
           connections: (scenario as { connections?: number }).connections ?? 32,
           script: scenario.script,
           seeded: 10_000,
+          extra: (scenario as { withKey?: boolean }).withKey
+            ? ['-H', `X-API-Key: ${server.key}`]
+            : [],
         })
         const cpu = cpuSeconds(server.proc.pid) - cpu0
         rows[i]?.push({ rps: result.rps, cpu: (cpu * 1e6) / Math.max(1, result.requests) })
