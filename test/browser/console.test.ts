@@ -369,7 +369,9 @@ describe('the console in Chromium against the compiled binary, by keyboard', () 
     const csv = await downloadBy('Export CSV')
     expect(csv.download.suggestedFilename()).toMatch(/^roster-users-\d{4}-\d{2}-\d{2}\.csv$/)
     expect(csv.text).toBe(await (await api('/users/export?format=csv')).text())
-    expect(csv.text.split('\r\n')[0]).toBe('id,name,email,created_at,updated_at')
+    expect(csv.text.split('\r\n')[0]).toBe(
+      'id,name,email,username,active,role,email_verified_at,created_at,updated_at',
+    )
     const jsonl = await downloadBy('Export JSON Lines')
     expect(jsonl.download.suggestedFilename()).toMatch(/\.jsonl$/)
     expect(jsonl.text).toBe(await (await api('/users/export?format=jsonl')).text())
