@@ -341,6 +341,8 @@ function buildRequest(r: Random, fx: Fixture, routes: { method: string; path: st
 const SIGN_IN_REFUSALS = new Set(['login.failed', 'login.locked'])
 
 async function fingerprint(deps: Deps): Promise<string> {
+  // A refused upload's clean-up runs after its answer (its pending rows go then): wait for it.
+  await deps.uploadCleanups()
   const onPostgres = deps.config.databaseUrl !== null
   const tables = await dbQuery<{ name: string }>(
     deps,
