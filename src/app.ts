@@ -182,7 +182,6 @@ function routeInputs(deps: Deps) {
       flows: deps.mail.flows,
       config,
       signIn,
-      users,
     },
     mail: {
       auth,
@@ -197,7 +196,6 @@ function routeInputs(deps: Deps) {
       config,
       clock,
       door: deps.door,
-      users,
       trustProxy: config.trustProxy,
     },
     uploads: {

@@ -62,7 +62,13 @@ export type Entered<U extends DoorAccount> =
 
 export interface DoorInputs<U extends DoorAccount> {
   requireVerifiedEmail: boolean
-  users: { get(id: number): Promise<U | null> }
+  users: {
+    get(id: number): Promise<U | null>
+    /** The account's row with its password hash, for a step-up (null: no such user). */
+    withPasswordHash(
+      id: number,
+    ): Promise<{ user: { email: string }; passwordHash: string | null } | null>
+  }
   credentials: Pick<CredentialStore, 'issue' | 'signedInAt'>
   /** Checks a typed password under the login limiter (Authenticator.confirmPassword). */
   confirmPassword(
@@ -106,12 +112,12 @@ export interface SignInDoor<U extends DoorAccount> {
    * A password is checked under the login limiter: a wrong one counts as a failed sign-in.
    */
   requireStepUp(
-    principal: Principal,
-    /** The account's address and hash, read only when needed (a recent sign-in may do). */
-    accountOf: () => Promise<StepUpAccount | null>,
+    principal: Principal & { kind: 'user' },
     currentPassword: string | undefined,
     originOf: () => Origin,
     rule: StepUpRule,
+    /** The account's address and hash when the caller read them already; else the door reads them, only when needed. */
+    account?: StepUpAccount,
   ): Promise<void>
 }
 
@@ -146,7 +152,12 @@ export function createSignInDoor<U extends DoorAccount>(inputs: DoorInputs<U>): 
 
   return {
     signedInRecently,
-    async requireStepUp(principal, accountOf, currentPassword, originOf, rule) {
+    async requireStepUp(principal, currentPassword, originOf, rule, known) {
+      const accountOf = async (): Promise<StepUpAccount | null> => {
+        if (known !== undefined) return known
+        const row = await inputs.users.withPasswordHash(principal.userId)
+        return row === null ? null : { email: row.user.email, passwordHash: row.passwordHash }
+      }
       const given = currentPassword !== undefined && currentPassword !== ''
       if (rule === 'recent-or-password') {
         if (await signedInRecently(principal)) return

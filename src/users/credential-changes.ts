@@ -44,14 +44,14 @@ export async function authorizeCredentialChange(
   const emailChanges = change.email !== undefined && change.email !== target.user.email
   if (change.password === undefined && !emailChanges) return {}
   const { passwordHash } = target
-  if (principal !== null && isUser(principal, targetId)) {
+  if (principal?.kind === 'user' && principal.userId === targetId) {
     const account = { email: target.user.email, passwordHash }
     await deps.door.requireStepUp(
       principal,
-      async () => account,
       change.currentPassword,
       originOf,
       'password-first',
+      account,
     )
     return {}
   }

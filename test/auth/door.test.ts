@@ -105,9 +105,7 @@ describe('The step-up at the door', () => {
     }
     const account = { email: user.email, passwordHash }
     return (rule: StepUpRule, currentPassword?: string) =>
-      codeOf(
-        t.deps.door.requireStepUp(principal, async () => account, currentPassword, origin, rule),
-      )
+      codeOf(t.deps.door.requireStepUp(principal, currentPassword, origin, rule, account))
   }
 
   test('for factors: a sign-in within 5 minutes, or the current password', async () => {

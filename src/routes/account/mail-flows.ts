@@ -11,7 +11,6 @@ import { jsonBody } from '../../http/json-body'
 import { linkBase } from '../../http/link-base'
 import { documented, errorResponses } from '../../http/openapi-schemas'
 import { toView } from '../../users/records'
-import type { UserStore } from '../../users/store'
 import type { AuthPlugin, CookieSecurity } from '../auth/plugin'
 import { auditSourceOf, principalOf, requestIdOf } from '../auth/principal'
 import { answerSignIn, type SignInAnswerInputs } from '../auth/sign-in'
@@ -47,8 +46,6 @@ export interface MailFlowRouteInputs {
   config: CookieSecurity & Pick<Config, 'publicUrl' | 'trustProxy' | 'usersAccess'>
   /** Answers a magic link's sign-in like /login (or with mfa_required when TOTP is on). */
   signIn: SignInAnswerInputs
-  /** What the step-up of an email change reads: the account's address and password hash. */
-  users: Pick<UserStore, 'withPasswordHash'>
 }
 
 /** The same answer for every request, whoever the address belongs to. */
@@ -276,12 +273,6 @@ export function accountChangeRoutes(inputs: MailFlowRouteInputs, prefix: '' | '/
         // is, so a stolen token learns nothing, not even who has it.
         await inputs.signIn.door.requireStepUp(
           principal,
-          async () => {
-            const account = await inputs.users.withPasswordHash(principal.userId)
-            return account === null
-              ? null
-              : { email: account.user.email, passwordHash: account.passwordHash }
-          },
           body.current_password,
           () => ({
             ip: clientIp(request, server, inputs.config.trustProxy),

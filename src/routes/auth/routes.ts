@@ -1,7 +1,6 @@
 import { Elysia } from 'elysia'
 import { beyond, type Grant } from '../../auth/access'
 import type { ApiKeyStore } from '../../auth/api-keys'
-import type { UserLookup } from '../../auth/authenticator'
 import { keyRevocationRefusal } from '../../auth/authority'
 import type { DoorAccount, SignInDoor } from '../../auth/door'
 import { grantsOf, type Principal } from '../../auth/principal'
@@ -28,7 +27,6 @@ export interface AuthRouteInputs {
   apiKeys: ApiKeyStore
   /** The step-up a user's credential takes before minting a key (auth/door.ts). */
   door: Pick<SignInDoor<DoorAccount>, 'requireStepUp'>
-  users: Pick<UserLookup, 'withPasswordHash'>
   trustProxy: Config['trustProxy']
   /** Row counts for GET /data. */
   counts: () => Promise<{ users: number; uploads: number; webhook_events: number }>
@@ -84,12 +82,6 @@ export function authRoutes(inputs: AuthRouteInputs, prefix: '' | '/v1' | '/v2') 
         if (principal?.kind === 'user') {
           await inputs.door.requireStepUp(
             principal,
-            async () => {
-              const account = await inputs.users.withPasswordHash(principal.userId)
-              return account === null
-                ? null
-                : { email: account.user.email, passwordHash: account.passwordHash }
-            },
             body.current_password,
             () => ({
               ip: clientIp(request, server, inputs.trustProxy),

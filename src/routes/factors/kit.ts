@@ -55,12 +55,6 @@ export function factorKit(inputs: FactorRouteInputs) {
     if (principal?.kind !== 'user') throw new AppError('UNAUTHORIZED', 'Sign in first')
     await inputs.signIn.door.requireStepUp(
       principal,
-      async () => {
-        const account = await users.withPasswordHash(principal.userId)
-        return account === null
-          ? null
-          : { email: account.user.email, passwordHash: account.passwordHash }
-      },
       currentPassword,
       () => origin(context),
       'recent-or-password',
