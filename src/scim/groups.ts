@@ -144,9 +144,23 @@ export class ScimGroups {
     versions: readonly number[] | null,
     by: AuditSource,
   ): Promise<ScimGroupRow> {
-    await this.requireProvisioned(id)
-    const before = await this.inputs.groups.get(id)
-    if (before !== null) await this.refuseAdmins(changedMembers(before.members, input.members))
+    return await this.write(id, input, versions, by, await this.ownGroup(id))
+  }
+
+  /**
+   * Stores a replacement of a group SCIM owns, read as `before` (null: none, for the write to
+   * answer 404): the members it adds or removes may not be admins.
+   */
+  private async write(
+    id: number,
+    input: ScimGroupInput,
+    versions: readonly number[] | null,
+    by: AuditSource,
+    before: ScimGroupRow | null,
+  ): Promise<ScimGroupRow> {
+    if (before !== null) {
+      await this.refuseAdmins(changedMembers(before.group.members, input.members))
+    }
     await this.inputs.transaction(async (tx) => {
       // The update's answer holds the members as this unit sees them (the row is locked).
       const renamed = await tx.groups.update(id, { name: input.name }, { versions }, by)
@@ -172,22 +186,25 @@ export class ScimGroups {
     base: string,
     by: AuditSource,
   ): Promise<ScimGroupRow | null> {
-    await this.requireProvisioned(id)
+    let current: ScimGroupRow | null = null
     return await patchOnVersionRead(
-      () => this.get(id),
-      (current) => current.group.version,
+      async () => {
+        current = await this.ownGroup(id)
+        return current
+      },
+      (read) => read.group.version,
       {
-        apply: (current) =>
-          readScimGroup(applyPatch(toScimGroup(current, new Map(), base), body, 'group')),
+        apply: (read) =>
+          readScimGroup(applyPatch(toScimGroup(read, new Map(), base), body, 'group')),
         changesNothing,
-        store: (input, accepted) => this.replace(id, input, accepted, by),
+        store: (input, accepted) => this.write(id, input, accepted, by, current),
       },
       versions,
     )
   }
 
   async remove(id: number, versions: readonly number[] | null, by: AuditSource): Promise<void> {
-    await this.requireProvisioned(id)
+    await this.ownGroup(id)
     await this.inputs.transaction((tx) => tx.groups.remove(id, { versions }, by))
   }
 
@@ -207,17 +224,21 @@ export class ScimGroups {
   }
 
   /**
-   * 403 unless SCIM made the group (CONTRACT section 17: a SCIM key holds the groups it
-   * provisioned); a missing group passes, for the write to answer 404 as before.
+   * The group, 403 unless SCIM made it (CONTRACT section 17: a SCIM key holds the groups it
+   * provisioned); null when there is none, for the write to answer 404 as before.
    */
-  private async requireProvisioned(id: number): Promise<void> {
-    if ((await this.inputs.rows.groupExternalIds([id])).has(id)) return
-    if ((await this.inputs.groups.get(id)) === null) return
-    throw new ScimError(
-      'FORBIDDEN',
-      null,
-      'A SCIM key changes only the groups SCIM provisioned; this one was made outside SCIM',
-    )
+  private async ownGroup(id: number): Promise<ScimGroupRow | null> {
+    const group = await this.inputs.groups.get(id)
+    if (group === null) return null
+    const externalIds = await this.inputs.rows.groupExternalIds([id])
+    if (!externalIds.has(id)) {
+      throw new ScimError(
+        'FORBIDDEN',
+        null,
+        'A SCIM key changes only the groups SCIM provisioned; this one was made outside SCIM',
+      )
+    }
+    return { group, externalId: externalIds.get(id) ?? null }
   }
 
   /** The group as committed: what the answer shows (404 if another write deleted it since). */

@@ -94,6 +94,16 @@ export class ScimUsers {
     by: AuditSource,
   ): Promise<ScimUserRow> {
     await this.requireProvisioned(id)
+    return await this.write(id, input, versions, by)
+  }
+
+  /** Stores a replacement of a user SCIM owns (the caller checked that). */
+  private async write(
+    id: number,
+    input: ScimUserInput,
+    versions: readonly number[] | null,
+    by: AuditSource,
+  ): Promise<ScimUserRow> {
     const passwordHash = await this.hashOf(input.password)
     return await this.inputs.transaction(async (tx) => {
       const user = await tx.users.update(
@@ -125,14 +135,18 @@ export class ScimUsers {
     base: string,
     by: AuditSource,
   ): Promise<ScimUserRow | null> {
-    await this.requireProvisioned(id)
     return await patchOnVersionRead(
-      () => this.get(id),
+      async () => {
+        // The read that the patch applies to also says whose the user is: no read of its own.
+        const current = await this.get(id)
+        if (current !== null && current.profile === EMPTY_PROFILE) throw notProvisioned()
+        return current
+      },
       (current) => current.user.version,
       {
         apply: (current) => readScimUser(applyPatch(toScimUser(current, base), body, 'user')),
         changesNothing,
-        store: (input, accepted) => this.replace(id, input, accepted, by),
+        store: (input, accepted) => this.write(id, input, accepted, by),
       },
       versions,
     )
@@ -153,11 +167,7 @@ export class ScimUsers {
     const profiles = await this.inputs.profiles.profilesOf([id])
     if (profiles.has(id)) return
     if ((await this.inputs.users.get(id)) === null) return
-    throw new ScimError(
-      'FORBIDDEN',
-      null,
-      'A SCIM key changes only the users SCIM provisioned; this one was made outside SCIM',
-    )
+    throw notProvisioned()
   }
 
   private async hashOf(password: string | undefined): Promise<string | undefined> {
@@ -174,6 +184,14 @@ export class ScimUsers {
     return await this.inputs.hashPassword(password)
   }
 }
+
+/** A SCIM write to a user made outside SCIM (section 17). */
+const notProvisioned = () =>
+  new ScimError(
+    'FORBIDDEN',
+    null,
+    'A SCIM key changes only the users SCIM provisioned; this one was made outside SCIM',
+  )
 
 /** What a SCIM write to an admin is refused with, on the locked row (section 17). */
 const neverAnAdmin = () =>
